@@ -1,0 +1,133 @@
+// Package mvcc keeps revkv's commit order: which revision comes next, the time
+// of every revision still needed, and the clock rule (times never decrease).
+//
+// An Order is written by one writer at a time (the store's write lock) and read
+// by any number of goroutines: Head, Now and First are safe for concurrent use;
+// every other method needs the caller's write lock.
+package mvcc
+
+import (
+	"sort"
+	"sync/atomic"
+	"time"
+)
+
+// Stamp is a published revision and its time.
+type Stamp struct {
+	Rev  int64
+	Time time.Time
+}
+
+// Order assigns revisions and remembers their times.
+//
+// Invariants, with head = the last published Stamp:
+//   - revisions are 1, 2, 3, ... with no gaps; head.Rev is the latest;
+//   - times[i] is the time of revision base+i, and times never decrease;
+//   - head.Time == times[len(times)-1] whenever times is not empty.
+//
+// Example: Commit(t1); Commit(t2); Commit(t3); Forget(3) →
+// base=3, times=[t3], head={3, t3}; TimeOf(2) is unknown, First() is t1.
+type Order struct {
+	clock func() time.Time
+
+	head  atomic.Pointer[Stamp]     // the latest published revision; nil before the first
+	first atomic.Pointer[time.Time] // time of revision 1; nil before it
+
+	// Guarded by the caller's write lock.
+	base  int64       // revision of times[0]
+	times []time.Time // times of revisions base, base+1, ..., head.Rev
+}
+
+// NewOrder returns an empty order reading the given clock.
+func NewOrder(clock func() time.Time) *Order {
+	return &Order{clock: clock, base: 1}
+}
+
+// Head returns the latest published revision and its time; {0, zero} before
+// the first commit. It is safe for concurrent use.
+func (o *Order) Head() Stamp {
+	if h := o.head.Load(); h != nil {
+		return *h
+	}
+	return Stamp{}
+}
+
+// First returns the time of revision 1, if it was committed.
+func (o *Order) First() (time.Time, bool) {
+	if f := o.first.Load(); f != nil {
+		return *f, true
+	}
+	return time.Time{}, false
+}
+
+// Now applies the clock rule to a reading of the clock: the later of the
+// clock and h.Time, without a monotonic clock reading (so that times compare
+// by their wall clock alone). It never fails, whatever the clock returns.
+func (o *Order) Now(h Stamp) time.Time {
+	t := o.clock().Round(0)
+	if t.Before(h.Time) {
+		return h.Time
+	}
+	return t
+}
+
+// Next returns the revision the next Commit will publish.
+func (o *Order) Next() int64 { return o.Head().Rev + 1 }
+
+// Commit publishes revision Next() with time t, which must not be before the
+// head's time. Whatever the caller wrote for that revision must be in place
+// before Commit: readers that load the new head expect to find it. O(1)
+// amortised.
+func (o *Order) Commit(t time.Time) int64 {
+	rev := o.Next()
+	if rev == 1 {
+		o.first.Store(&t)
+	}
+	o.times = append(o.times, t)
+	o.head.Store(&Stamp{Rev: rev, Time: t})
+	return rev
+}
+
+// Base returns the oldest revision whose time is still known.
+func (o *Order) Base() int64 { return o.base }
+
+// TimeOf returns the time of rev, if it is still known.
+func (o *Order) TimeOf(rev int64) (time.Time, bool) {
+	i := rev - o.base
+	if rev < 1 || i < 0 || i >= int64(len(o.times)) {
+		return time.Time{}, false
+	}
+	return o.times[i], true
+}
+
+// RevAt returns the last revision whose time is <= t: 0 if t is before the
+// first revision (or nothing was committed). known is false when that
+// revision is older than Base and its number is no longer known. O(log n).
+func (o *Order) RevAt(t time.Time) (rev int64, known bool) {
+	if f, ok := o.First(); !ok || t.Before(f) {
+		return 0, true
+	}
+	n := sort.Search(len(o.times), func(i int) bool { return o.times[i].After(t) })
+	if n == 0 { // t is before the time of base, which is above revision 1
+		return 0, false
+	}
+	return o.base + int64(n) - 1, true
+}
+
+// Forget drops the times of revisions below rev (never the head's). O(1)
+// amortised: the backing array is copied when most of it is dead, so the
+// memory held stays proportional to the revisions kept.
+func (o *Order) Forget(rev int64) {
+	if h := o.Head().Rev; rev > h {
+		rev = h
+	}
+	drop := rev - o.base
+	if drop <= 0 {
+		return
+	}
+	o.times = o.times[drop:]
+	o.base = rev
+	if c := cap(o.times); c > 64 && len(o.times) < c/4 {
+		o.times = append(make([]time.Time, 0, 2*len(o.times)), o.times...)
+	}
+}

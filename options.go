@@ -1,0 +1,72 @@
+package revkv
+
+import (
+	"fmt"
+	"time"
+)
+
+// Option configures a Store; pass options to New.
+type Option func(*options)
+
+type options struct {
+	clock          func() time.Time
+	expiryInterval time.Duration
+	maxHistory     int
+	retention      time.Duration
+	trimInterval   time.Duration
+}
+
+// WithClock sets the clock the store reads for the time of every revision and
+// for expiry. The default is time.Now. The clock may stand still or go back:
+// the store then keeps using the time of its latest revision. A nil clock
+// makes New panic.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.clock = now }
+}
+
+// WithExpiryInterval starts a background goroutine that materialises due
+// expiries every d (see PurgeExpired). 0, the default, starts none. A negative
+// d makes New panic.
+func WithExpiryInterval(d time.Duration) Option {
+	return func(o *options) { o.expiryInterval = d }
+}
+
+// WithMaxHistory caps each key's log at its newest n entries (see Trim). 0,
+// the default, keeps everything. A negative n makes New panic.
+func WithMaxHistory(n int) Option {
+	return func(o *options) { o.maxHistory = n }
+}
+
+// WithRetention makes Trim compact away history older than d (see Trim). 0,
+// the default, keeps everything. A negative d makes New panic.
+func WithRetention(d time.Duration) Option {
+	return func(o *options) { o.retention = d }
+}
+
+// WithTrimInterval starts a background goroutine that trims keys over the
+// caps every d. 0, the default, starts none. A negative d makes New panic.
+func WithTrimInterval(d time.Duration) Option {
+	return func(o *options) { o.trimInterval = d }
+}
+
+// build applies opts over the defaults and panics, naming the option, on a
+// value no store can honour: that is a programming error, not bad input.
+func build(opts []Option) options {
+	o := options{clock: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case o.clock == nil:
+		panic("revkv: WithClock: nil clock")
+	case o.expiryInterval < 0:
+		panic(fmt.Sprintf("revkv: WithExpiryInterval: negative interval %v", o.expiryInterval))
+	case o.maxHistory < 0:
+		panic(fmt.Sprintf("revkv: WithMaxHistory: negative count %d", o.maxHistory))
+	case o.retention < 0:
+		panic(fmt.Sprintf("revkv: WithRetention: negative duration %v", o.retention))
+	case o.trimInterval < 0:
+		panic(fmt.Sprintf("revkv: WithTrimInterval: negative interval %v", o.trimInterval))
+	}
+	return o
+}

@@ -1,0 +1,162 @@
+package revkv
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/revkv/revkv/mvcc"
+	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/ttl"
+)
+
+// latest returns key's newest published entry and the head it was read at.
+// It takes only the key's read lock: a read never waits on writes to other
+// keys. The head is loaded under that lock, so the entry is exactly the key's
+// state at head.Rev; entries appended but not yet published are skipped.
+func (s *Store[V]) latest(key string) (revlog.Entry[V], mvcc.Stamp, bool) {
+	kl := s.lookup(key)
+	if kl == nil {
+		return revlog.Entry[V]{}, s.order.Head(), false
+	}
+	kl.mu.RLock()
+	h := s.order.Head()
+	e, st := kl.log.At(h.Rev)
+	kl.mu.RUnlock()
+	return e, h, st == revlog.Found
+}
+
+// live is latest, judged at now: a value whose expiry time has come is
+// missing, whether or not its OpExpire entry was written yet.
+func (s *Store[V]) live(key string) (revlog.Entry[V], time.Time, bool) {
+	e, h, ok := s.latest(key)
+	if !ok || e.Op != revlog.Put {
+		return e, time.Time{}, false
+	}
+	if e.ExpiresAt.IsZero() {
+		return e, time.Time{}, true // no TTL: now is not needed, so the clock is not read
+	}
+	now := s.order.Now(h)
+	return e, now, e.Live(now)
+}
+
+// Get returns key's live value. A missing, deleted or expired key is
+// (zero, false).
+func (s *Store[V]) Get(key string) (V, bool) {
+	e, _, ok := s.live(key)
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	return e.Value, true
+}
+
+// GetEntry returns key's live entry (always an OpPut), with the revision and
+// time that wrote it and its expiry time, if any.
+func (s *Store[V]) GetEntry(key string) (Entry[V], bool) {
+	e, _, ok := s.live(key)
+	if !ok {
+		return Entry[V]{}, false
+	}
+	return entryOf(key, &e), true
+}
+
+// TTL returns the time key has left (> 0). A missing, deleted or expired key
+// is ErrNotFound; a live key without a TTL is ErrNoTTL.
+func (s *Store[V]) TTL(key string) (time.Duration, error) {
+	e, now, ok := s.live(key)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("revkv: ttl of %q: %w", key, ErrNotFound)
+	case e.ExpiresAt.IsZero():
+		return 0, fmt.Errorf("revkv: ttl of %q: %w", key, ErrNoTTL)
+	}
+	return e.ExpiresAt.Sub(now), nil
+}
+
+// Len returns the number of live keys. O(log n + keys expired but not yet
+// materialised); it takes the write lock briefly.
+func (s *Store[V]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.order.Now(s.order.Head())
+	return s.liveKeys - s.expiry.CountDue(ttl.Nanos(now))
+}
+
+// History returns key's retained entries, oldest first, tombstones (OpDelete,
+// OpExpire) included; nil for a key never written or wholly compacted away.
+// Entries an open View still needs are kept, and listed, until the next trim
+// after it closes.
+func (s *Store[V]) History(key string) []Entry[V] {
+	kl := s.lookup(key)
+	if kl == nil {
+		return nil
+	}
+	kl.mu.RLock()
+	defer kl.mu.RUnlock()
+	h := s.order.Head()
+	var out []Entry[V]
+	for i, es := 0, kl.log.Entries(); i < len(es) && es[i].Rev <= h.Rev; i++ {
+		if out == nil {
+			out = make([]Entry[V], 0, len(es))
+		}
+		out = append(out, entryOf(key, &es[i]))
+	}
+	return out
+}
+
+// GetAt returns key's value just after revision rev committed. rev <= 0 is
+// (zero, false, nil): the empty state is always known. rev > Rev() is
+// ErrFutureRevision. If the entries that decide the answer were trimmed or
+// compacted, ErrCompacted: never a wrong value. O(log n) in the key's history.
+func (s *Store[V]) GetAt(key string, rev Revision) (V, bool, error) {
+	var zero V
+	r := int64(rev)
+	if r <= 0 {
+		return zero, false, nil
+	}
+	if h := s.order.Head(); r > h.Rev {
+		return zero, false, fmt.Errorf("revkv: get %q at %d (latest %d): %w", key, rev, h.Rev, ErrFutureRevision)
+	}
+	e, st := revlog.Entry[V]{}, revlog.Absent
+	if kl := s.lookup(key); kl != nil {
+		kl.mu.RLock()
+		e, st = kl.log.At(r)
+		kl.mu.RUnlock()
+	}
+	// The compaction is checked after the read: a Compact that ran during it
+	// may have removed the key, and then the answer is no longer known.
+	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && r < m.rev) {
+		return zero, false, fmt.Errorf("revkv: get %q at %d: %w", key, rev, ErrCompacted)
+	}
+	if st != revlog.Found || e.Op != revlog.Put {
+		return zero, false, nil
+	}
+	return e.Value, true, nil
+}
+
+// GetAsOf returns the value of key's last entry with Time <= t, unless that
+// entry had expired by t (ExpiresAt <= t). t after now is ErrFutureRevision; t
+// before the first revision is (zero, false, nil). The ErrCompacted rule of
+// GetAt applies, by time. O(log n) in the key's history.
+func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
+	var zero V
+	if now := s.order.Now(s.order.Head()); t.After(now) {
+		return zero, false, fmt.Errorf("revkv: get %q as of %v (now %v): %w", key, t, now, ErrFutureRevision)
+	}
+	if first, ok := s.order.First(); !ok || t.Before(first) {
+		return zero, false, nil
+	}
+	e, st := revlog.Entry[V]{}, revlog.Absent
+	if kl := s.lookup(key); kl != nil {
+		kl.mu.RLock()
+		e, st = kl.log.AsOf(t, s.order.Head().Rev)
+		kl.mu.RUnlock()
+	}
+	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && t.Before(m.time)) {
+		return zero, false, fmt.Errorf("revkv: get %q as of %v: %w", key, t, ErrCompacted)
+	}
+	if st != revlog.Found || !e.Live(t) {
+		return zero, false, nil
+	}
+	return e.Value, true, nil
+}

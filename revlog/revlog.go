@@ -1,0 +1,176 @@
+// Package revlog holds one key's log: its entries oldest first, binary search
+// by revision and by time, and trimming from the front.
+//
+// A Log is not safe for concurrent use; the store guards each one with the
+// key's own mutex.
+package revlog
+
+import (
+	"sort"
+	"time"
+)
+
+// Op says what an entry did. The values match revkv.Op.
+type Op uint8
+
+const (
+	Put    Op = iota + 1 // a value was written (also: a TTL set or removed)
+	Delete               // an explicit delete
+	Expire               // the TTL ran out
+)
+
+// Entry is one revision of one key.
+type Entry[V any] struct {
+	Rev       int64
+	Time      time.Time
+	ExpiresAt time.Time // zero: no TTL
+	Value     V         // zero unless Op == Put
+	Op        Op
+}
+
+// Live reports whether e holds a value that has not expired at now.
+func (e *Entry[V]) Live(now time.Time) bool {
+	return e.Op == Put && (e.ExpiresAt.IsZero() || e.ExpiresAt.After(now))
+}
+
+// Status is the outcome of a lookup.
+type Status uint8
+
+const (
+	Absent    Status = iota // no entry decides the answer: the key did not exist
+	Found                   // the entry returned decides the answer
+	Compacted               // the entries that decide the answer were dropped
+)
+
+// Log is one key's retained history.
+//
+// Invariants: entries are in strictly increasing Rev and non-decreasing Time.
+// If trimmed, entries[0] is the oldest retained entry and every read below its
+// revision (or before its time) is Compacted; otherwise the log holds the
+// key's whole history.
+//
+// Example: Append(put@2); Append(put@5); Append(del@9) → At(1) Absent,
+// At(6) Found put@5. CutBefore(6) drops put@2 → trimmed, At(4) Compacted,
+// At(6) still put@5.
+type Log[V any] struct {
+	entries []Entry[V]
+	trimmed bool // entries were dropped from the front
+}
+
+// Append adds e as the newest entry. The caller guarantees e.Rev and e.Time
+// are not below the newest entry's. O(1) amortised.
+func (l *Log[V]) Append(e Entry[V]) { l.entries = append(l.entries, e) }
+
+// Len returns the number of retained entries.
+func (l *Log[V]) Len() int { return len(l.entries) }
+
+// Entries returns the retained entries, oldest first. The slice belongs to the
+// log: read it under the key's lock and copy what must outlive it.
+func (l *Log[V]) Entries() []Entry[V] { return l.entries }
+
+// Last returns the newest entry.
+func (l *Log[V]) Last() (*Entry[V], bool) {
+	if len(l.entries) == 0 {
+		return nil, false
+	}
+	return &l.entries[len(l.entries)-1], true
+}
+
+// Lo returns the revision below which reads are Compacted (0: none are).
+func (l *Log[V]) Lo() int64 {
+	if !l.trimmed || len(l.entries) == 0 {
+		return 0
+	}
+	return l.entries[0].Rev
+}
+
+// At returns the entry visible just after revision rev: the newest with
+// Rev <= rev. O(1) when that is the newest entry, else O(log n).
+func (l *Log[V]) At(rev int64) (Entry[V], Status) {
+	i := l.indexAt(rev)
+	return l.result(i)
+}
+
+// AsOf returns the newest entry with Time <= t and Rev <= maxRev (entries
+// above maxRev are not yet published). O(log n).
+func (l *Log[V]) AsOf(t time.Time, maxRev int64) (Entry[V], Status) {
+	if l.trimmed && len(l.entries) > 0 && t.Before(l.entries[0].Time) {
+		return Entry[V]{}, Compacted
+	}
+	i := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].Time.After(t) }) - 1
+	for i >= 0 && l.entries[i].Rev > maxRev {
+		i--
+	}
+	return l.result(i)
+}
+
+func (l *Log[V]) result(i int) (Entry[V], Status) {
+	switch {
+	case i >= 0:
+		return l.entries[i], Found
+	case l.trimmed:
+		return Entry[V]{}, Compacted
+	default:
+		return Entry[V]{}, Absent
+	}
+}
+
+// indexAt returns the index of the newest entry with Rev <= rev, or -1.
+func (l *Log[V]) indexAt(rev int64) int {
+	n := len(l.entries)
+	if n > 0 && l.entries[n-1].Rev <= rev {
+		return n - 1
+	}
+	return sort.Search(n, func(i int) bool { return l.entries[i].Rev > rev }) - 1
+}
+
+// CutBefore drops every entry not needed to answer reads at revisions >= rev:
+// it keeps the entry visible at rev and all newer ones. If what is left is a
+// single tombstone at or below rev, it is dropped too and empty is true: the
+// key no longer needs to exist, and the log is as new (every read Absent).
+// Returns the number of entries dropped. O(n).
+func (l *Log[V]) CutBefore(rev int64) (dropped int, empty bool) {
+	i := l.indexAt(rev)
+	if i < 0 {
+		return 0, false
+	}
+	if i == len(l.entries)-1 && l.entries[i].Op != Put {
+		n := len(l.entries)
+		l.entries, l.trimmed = nil, false
+		return n, true
+	}
+	l.dropFront(i)
+	return i, false
+}
+
+// TrimTo drops the oldest entries until at most n remain, but keeps the entry
+// visible at pin and everything newer (pin: the oldest revision an open
+// reader still needs). A log always keeps its newest entry. Returns the number
+// of entries dropped. O(n).
+func (l *Log[V]) TrimTo(n int, pin int64) int {
+	n = max(n, 1)
+	drop := len(l.entries) - n
+	if drop <= 0 {
+		return 0
+	}
+	if i := l.indexAt(pin); i >= 0 && i < drop {
+		drop = i
+	}
+	l.dropFront(drop)
+	return drop
+}
+
+// dropFront removes entries[:k], clearing them so their values can be freed,
+// and gives back a backing array that has become mostly empty.
+func (l *Log[V]) dropFront(k int) {
+	if k <= 0 {
+		return
+	}
+	n := copy(l.entries, l.entries[k:])
+	clear(l.entries[n:])
+	l.entries = l.entries[:n]
+	l.trimmed = true
+	if c := cap(l.entries); c > 16 && n < c/4 {
+		l.entries = append(make([]Entry[V], 0, 2*n), l.entries...)
+	}
+}

@@ -1,0 +1,156 @@
+package revkv
+
+import (
+	"iter"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/revkv/revkv/mvcc"
+	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/ttl"
+)
+
+// Revision is the store's global change counter: 0 means nothing was written
+// yet, and every change takes the next one.
+type Revision int64
+
+// Op says what an Entry did.
+type Op uint8
+
+const (
+	OpPut    Op = iota + 1 // value written (also: TTL set or removed)
+	OpDelete               // explicit delete
+	OpExpire               // the key's TTL ran out
+)
+
+// String returns "put", "delete" or "expire".
+func (op Op) String() string {
+	switch op {
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	case OpExpire:
+		return "expire"
+	}
+	return "Op(" + strconv.Itoa(int(op)) + ")"
+}
+
+// Entry is one revision of one key.
+type Entry[V any] struct {
+	Key       string
+	Op        Op
+	Value     V         // zero unless Op == OpPut
+	Rev       Revision  // the revision that made this entry
+	Time      time.Time // when it took effect (for OpExpire: the exact expiry time)
+	ExpiresAt time.Time // zero: no TTL; always zero on OpDelete and OpExpire
+}
+
+func entryOf[V any](key string, e *revlog.Entry[V]) Entry[V] {
+	return Entry[V]{Key: key, Op: Op(e.Op), Value: e.Value, Rev: Revision(e.Rev), Time: e.Time, ExpiresAt: e.ExpiresAt}
+}
+
+// Store is an in-memory multi-version key-value store. Every method is safe
+// for concurrent use. See the package documentation for the data model.
+type Store[V any] struct {
+	opts  options
+	order *mvcc.Order // revisions and their times; readers load its head
+
+	// index maps each key to its log, for point lookups that never touch the
+	// tree. Keys are added and removed only under mu; readers load lock-free.
+	index sync.Map // string → *keyLog[V]
+
+	compaction atomic.Pointer[mark] // the last Compact; nil before the first
+	floor      atomic.Int64         // max(compactRev, trimFloor): Floor()
+
+	// mu is the write lock. It serialises every write, so revisions are taken
+	// in one order, and guards every field below. A keyLog's log is changed
+	// only with both mu and the keyLog's own lock held, so either one is
+	// enough to read it.
+	mu         sync.Mutex
+	tree       *btree.BTreeG[*keyLog[V]] // the keys of index, in byte order, for Scan
+	expiry     *ttl.Index                // pending expiries by (ExpiresAt, key)
+	liveKeys   int                       // keys whose newest entry is an OpPut, expired or not
+	compactRev int64                     // the last Compact (or retention) revision
+	trimFloor  int64                     // highest oldest-remaining revision left by a count trim
+	pins       map[int64]int             // revisions of open Views (and Scans) → how many
+	oldestPin  int64                     // smallest key of pins; math.MaxInt64 when none
+	closed     bool
+}
+
+// mark is a compaction: reads below rev, or before time, are ErrCompacted.
+type mark struct {
+	rev  int64
+	time time.Time
+}
+
+// keyLog is one key's place in the store.
+type keyLog[V any] struct {
+	key string
+	mu  sync.RWMutex // guards log against readers; writers also hold Store.mu
+	log revlog.Log[V]
+}
+
+func lessKey[V any](a, b *keyLog[V]) bool { return a.key < b.key }
+
+// New returns an empty store. It panics, naming the option, if an option has
+// a negative value or WithClock is given nil.
+func New[V any](opts ...Option) *Store[V] {
+	o := build(opts)
+	return &Store[V]{
+		opts:      o,
+		order:     mvcc.NewOrder(o.clock),
+		tree:      btree.NewG(32, lessKey[V]),
+		expiry:    ttl.New(),
+		pins:      make(map[int64]int),
+		oldestPin: noPin,
+	}
+}
+
+// lookup returns key's log, or nil. Lock-free.
+func (s *Store[V]) lookup(key string) *keyLog[V] {
+	if v, ok := s.index.Load(key); ok {
+		return v.(*keyLog[V])
+	}
+	return nil
+}
+
+// Rev returns the latest revision: 0 before the first write.
+func (s *Store[V]) Rev() Revision { return Revision(s.order.Head().Rev) }
+
+// Floor returns the lowest revision at which a View can open: the higher of
+// the last compaction and every key's oldest remaining revision after a count
+// trim (WithMaxHistory). 0 while nothing was trimmed or compacted.
+func (s *Store[V]) Floor() Revision { return Revision(s.floor.Load()) }
+
+// Close marks the store closed: afterwards writes and Compact return
+// ErrClosed, PurgeExpired and Trim return 0, and reads still answer. It is
+// idempotent and always returns nil.
+func (s *Store[V]) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Scan yields the live keys with the given prefix and their values, in
+// byte-wise key order. It is a consistent snapshot as of the revision current
+// when the iteration began (expiry judged at that moment); the loop body may
+// read and write the store, which never changes what the loop yields. The
+// revision is pinned, as by a View, until the loop ends. Each step is
+// O(log n) in the key's history; starting costs O(log keys).
+func (s *Store[V]) Scan(prefix string) iter.Seq2[string, V] {
+	return func(yield func(string, V) bool) {
+		s.mu.Lock()
+		h := s.order.Head()
+		v := s.openLocked(h.Rev, s.order.Now(h))
+		keys := s.tree.Clone()
+		s.mu.Unlock()
+		defer v.Close()
+		v.scan(keys, prefix, yield)
+	}
+}

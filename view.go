@@ -1,0 +1,176 @@
+package revkv
+
+import (
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/revkv/revkv/revlog"
+)
+
+// View is a consistent, read-only snapshot of every key at one revision. It
+// pins that revision: trimming and compaction keep whatever it needs until
+// Close, so its reads never fail and never change. A View must not be used
+// after Close; its reads then return nothing.
+type View[V any] struct {
+	s   *Store[V]
+	rev int64     // 0: the empty state, which pins nothing
+	t   time.Time // values whose ExpiresAt <= t are hidden
+
+	closed atomic.Bool
+
+	lenOnce sync.Once
+	n       int // Len, computed once
+}
+
+// At opens a View of the store just after revision rev. rev <= 0 opens a view
+// of the empty state (the empty state is always known); rev > Rev() is
+// ErrFutureRevision; rev below Floor() is ErrCompacted.
+func (s *Store[V]) At(rev Revision) (*View[V], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.order.Head()
+	r := int64(rev)
+	switch {
+	case r > h.Rev:
+		return nil, fmt.Errorf("revkv: view at %d (latest %d): %w", rev, h.Rev, ErrFutureRevision)
+	case r <= 0:
+		return s.openLocked(0, time.Time{}), nil
+	case r < s.floor.Load():
+		return nil, fmt.Errorf("revkv: view at %d (floor %d): %w", rev, s.floor.Load(), ErrCompacted)
+	}
+	t, _ := s.order.TimeOf(r) // known: times are kept from Floor() on
+	return s.openLocked(r, t), nil
+}
+
+// AsOf opens a View of the store at time t: at the last revision whose time
+// is <= t, hiding every value whose ExpiresAt <= t. t after now is
+// ErrFutureRevision; t before the first revision opens a view of the empty
+// state; a revision below Floor() is ErrCompacted.
+func (s *Store[V]) AsOf(t time.Time) (*View[V], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now := s.order.Now(s.order.Head()); t.After(now) {
+		return nil, fmt.Errorf("revkv: view as of %v (now %v): %w", t, now, ErrFutureRevision)
+	}
+	r, known := s.order.RevAt(t)
+	if !known || (r > 0 && r < s.floor.Load()) {
+		return nil, fmt.Errorf("revkv: view as of %v (floor %d): %w", t, s.floor.Load(), ErrCompacted)
+	}
+	return s.openLocked(r, t), nil
+}
+
+// openLocked returns a view at rev, pinned unless it is the empty state.
+func (s *Store[V]) openLocked(rev int64, t time.Time) *View[V] {
+	if rev > 0 {
+		s.pins[rev]++
+		s.oldestPin = min(s.oldestPin, rev)
+	}
+	return &View[V]{s: s, rev: rev, t: t}
+}
+
+// Close releases the view's pin; the history it held is freed by the next
+// trim or compaction. It is idempotent.
+func (v *View[V]) Close() {
+	if !v.closed.CompareAndSwap(false, true) || v.rev == 0 {
+		return
+	}
+	s := v.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pins[v.rev]--; s.pins[v.rev] > 0 {
+		return
+	}
+	delete(s.pins, v.rev)
+	if v.rev == s.oldestPin {
+		s.oldestPin = noPin
+		for r := range s.pins {
+			s.oldestPin = min(s.oldestPin, r)
+		}
+	}
+}
+
+// Rev returns the revision the view shows.
+func (v *View[V]) Rev() Revision { return Revision(v.rev) }
+
+// Get returns key's value in the view.
+func (v *View[V]) Get(key string) (V, bool) {
+	e, ok := v.entry(key)
+	return e.Value, ok
+}
+
+// Entry returns key's live entry in the view (always an OpPut).
+func (v *View[V]) Entry(key string) (Entry[V], bool) {
+	e, ok := v.entry(key)
+	if !ok {
+		return Entry[V]{}, false
+	}
+	return entryOf(key, &e), true
+}
+
+func (v *View[V]) entry(key string) (revlog.Entry[V], bool) {
+	if v.closed.Load() || v.rev == 0 {
+		return revlog.Entry[V]{}, false
+	}
+	if kl := v.s.lookup(key); kl != nil {
+		return v.at(kl)
+	}
+	return revlog.Entry[V]{}, false
+}
+
+// at returns kl's live entry at the view. A log removed from the store after
+// the view opened answers Absent, which is right: a key is removed only when
+// its last entry is a tombstone at or below every open view's revision.
+func (v *View[V]) at(kl *keyLog[V]) (revlog.Entry[V], bool) {
+	kl.mu.RLock()
+	e, st := kl.log.At(v.rev)
+	kl.mu.RUnlock()
+	return e, st == revlog.Found && e.Live(v.t)
+}
+
+// Scan yields the keys with the given prefix that are live in the view, and
+// their values, in byte-wise key order. The loop body may use the store
+// freely. Each step is O(log n) in the key's history.
+func (v *View[V]) Scan(prefix string) iter.Seq2[string, V] {
+	return func(yield func(string, V) bool) {
+		if v.closed.Load() || v.rev == 0 {
+			return
+		}
+		v.s.mu.Lock()
+		keys := v.s.tree.Clone()
+		v.s.mu.Unlock()
+		v.scan(keys, prefix, yield)
+	}
+}
+
+// scan walks keys, a private clone of the store's key tree: writes to the
+// store copy the nodes they change, so the walk needs no lock and the loop
+// body may write.
+func (v *View[V]) scan(keys *btree.BTreeG[*keyLog[V]], prefix string, yield func(string, V) bool) {
+	keys.AscendGreaterOrEqual(&keyLog[V]{key: prefix}, func(kl *keyLog[V]) bool {
+		if !strings.HasPrefix(kl.key, prefix) {
+			return false
+		}
+		e, ok := v.at(kl)
+		return !ok || yield(kl.key, e.Value)
+	})
+}
+
+// Len returns the number of live keys in the view. The first call costs
+// O(keys); the answer is remembered.
+func (v *View[V]) Len() int {
+	if v.closed.Load() {
+		return 0
+	}
+	v.lenOnce.Do(func() {
+		for range v.Scan("") {
+			v.n++
+		}
+	})
+	return v.n
+}

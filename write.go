@@ -1,0 +1,210 @@
+package revkv
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/ttl"
+)
+
+// Put stores value under key with no TTL (removing any TTL the key had, as
+// Redis SET does) and returns the revision it committed. Any expiry due by now
+// is written to history first (see PurgeExpired).
+func (s *Store[V]) Put(key string, value V) (Revision, error) {
+	rev, err := s.write(key, 0, func(revlog.Entry[V], bool) (revlog.Op, V, error) {
+		return revlog.Put, value, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("revkv: put %q: %w", key, err)
+	}
+	return rev, nil
+}
+
+// PutTTL stores value under key until now+ttl: from then on the key reads as
+// missing, and its expiry is written into history as an OpExpire entry whose
+// Time is exactly the expiry time. ttl <= 0, or an expiry time after what Unix
+// nanoseconds hold (the year 2262), is ErrInvalidTTL and writes nothing.
+func (s *Store[V]) PutTTL(key string, value V, ttl time.Duration) (Revision, error) {
+	if ttl <= 0 {
+		return 0, fmt.Errorf("revkv: put %q with ttl %v: %w", key, ttl, ErrInvalidTTL)
+	}
+	rev, err := s.write(key, ttl, func(revlog.Entry[V], bool) (revlog.Op, V, error) {
+		return revlog.Put, value, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("revkv: put %q with ttl %v: %w", key, ttl, err)
+	}
+	return rev, nil
+}
+
+// CompareAndPut writes value (with no TTL, like Put) only if key's live entry
+// was made at revision modRev; modRev 0 means the key must be missing, deleted
+// or expired. Otherwise it returns ErrConflict and writes nothing (a negative
+// modRev never matches). Expiries due by now are written first either way.
+func (s *Store[V]) CompareAndPut(key string, modRev Revision, value V) (Revision, error) {
+	if modRev < 0 {
+		return 0, fmt.Errorf("revkv: compare-and-put %q at negative revision %d: %w", key, modRev, ErrConflict)
+	}
+	rev, err := s.write(key, 0, func(cur revlog.Entry[V], live bool) (revlog.Op, V, error) {
+		var zero V
+		switch {
+		case modRev == 0 && live:
+			return 0, zero, fmt.Errorf("key exists at revision %d, expected none: %w", cur.Rev, ErrConflict)
+		case modRev != 0 && !live:
+			return 0, zero, fmt.Errorf("key is missing, expected revision %d: %w", modRev, ErrConflict)
+		case modRev != 0 && cur.Rev != int64(modRev):
+			return 0, zero, fmt.Errorf("key is at revision %d, expected %d: %w", cur.Rev, modRev, ErrConflict)
+		}
+		return revlog.Put, value, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("revkv: compare-and-put %q: %w", key, err)
+	}
+	return rev, nil
+}
+
+// Delete removes key, writing an OpDelete entry. A missing or expired key is
+// ErrNotFound and writes nothing (but expiries due are written first).
+func (s *Store[V]) Delete(key string) (Revision, error) {
+	rev, err := s.write(key, 0, func(_ revlog.Entry[V], live bool) (revlog.Op, V, error) {
+		var zero V
+		if !live {
+			return 0, zero, ErrNotFound
+		}
+		return revlog.Delete, zero, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("revkv: delete %q: %w", key, err)
+	}
+	return rev, nil
+}
+
+// Expire gives a live key a new TTL, as a new OpPut revision carrying the same
+// value. ttl <= 0 or too large is ErrInvalidTTL (nothing is written); a missing
+// or expired key is ErrNotFound.
+func (s *Store[V]) Expire(key string, ttl time.Duration) (Revision, error) {
+	if ttl <= 0 {
+		return 0, fmt.Errorf("revkv: expire %q in %v: %w", key, ttl, ErrInvalidTTL)
+	}
+	rev, err := s.write(key, ttl, keepValue[V])
+	if err != nil {
+		return 0, fmt.Errorf("revkv: expire %q in %v: %w", key, ttl, err)
+	}
+	return rev, nil
+}
+
+// Persist removes a live key's TTL, as a new OpPut revision carrying the same
+// value. A missing or expired key is ErrNotFound; a key without a TTL is
+// ErrNoTTL.
+func (s *Store[V]) Persist(key string) (Revision, error) {
+	rev, err := s.write(key, 0, func(cur revlog.Entry[V], live bool) (revlog.Op, V, error) {
+		if live && cur.ExpiresAt.IsZero() {
+			return 0, cur.Value, ErrNoTTL
+		}
+		return keepValue(cur, live)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("revkv: persist %q: %w", key, err)
+	}
+	return rev, nil
+}
+
+func keepValue[V any](cur revlog.Entry[V], live bool) (revlog.Op, V, error) {
+	if !live {
+		return 0, cur.Value, ErrNotFound
+	}
+	return revlog.Put, cur.Value, nil
+}
+
+// write is every write call: under the write lock it takes now, checks the
+// TTL against it, materialises the expiries due, asks decide what to write
+// given the key's live entry (if any), and commits that as the next revision.
+// ttl > 0 gives the new entry ExpiresAt = now+ttl. An error from decide writes
+// nothing of its own.
+func (s *Store[V]) write(key string, d time.Duration, decide func(cur revlog.Entry[V], live bool) (revlog.Op, V, error)) (Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	now := s.order.Now(s.order.Head())
+	var expiresAt time.Time
+	if d > 0 {
+		at, ok := ttl.ExpiryTime(now, d)
+		if !ok {
+			return 0, fmt.Errorf("expiry after %v: %w", now, ErrInvalidTTL)
+		}
+		expiresAt = at
+	}
+	s.materializeLocked(now)
+
+	kl := s.lookup(key)
+	var cur revlog.Entry[V]
+	live := false
+	if kl != nil {
+		if last, ok := kl.log.Last(); ok && last.Op == revlog.Put {
+			cur, live = *last, true // not expired: every expiry due was materialised
+		}
+	}
+	op, value, err := decide(cur, live)
+	if err != nil {
+		return 0, err
+	}
+	if live && !cur.ExpiresAt.IsZero() {
+		s.expiry.Remove(key, cur.ExpiresAt.UnixNano()) // the newer write cancels it
+	}
+	rev := s.commitLocked(kl, key, revlog.Entry[V]{Op: op, Value: value, Time: now, ExpiresAt: expiresAt})
+	if !expiresAt.IsZero() {
+		s.expiry.Add(key, expiresAt.UnixNano())
+	}
+	return Revision(rev), nil
+}
+
+// materializeLocked writes an OpExpire entry, at exactly its expiry time, for
+// every expiry due at now, in order of expiry time (ties: key order), and
+// returns how many. O(expired × log n).
+func (s *Store[V]) materializeLocked(now time.Time) int {
+	limit := ttl.Nanos(now)
+	n := 0
+	for {
+		it, ok := s.expiry.PopDue(limit)
+		if !ok {
+			return n
+		}
+		kl := s.lookup(it.Key)
+		last, _ := kl.log.Last() // an OpPut whose ExpiresAt is it.At: newer writes remove the item
+		s.commitLocked(kl, it.Key, revlog.Entry[V]{Op: revlog.Expire, Time: last.ExpiresAt})
+		n++
+	}
+}
+
+// commitLocked appends e to key's log (creating it if kl is nil) as the next
+// revision, publishes that revision, and cuts the log back to the history cap
+// if the append took it over twice the cap. It returns the revision.
+func (s *Store[V]) commitLocked(kl *keyLog[V], key string, e revlog.Entry[V]) int64 {
+	wasLive := false
+	if kl == nil {
+		kl = &keyLog[V]{key: key}
+		s.index.Store(key, kl)
+		s.tree.ReplaceOrInsert(kl)
+	} else if last, ok := kl.log.Last(); ok {
+		wasLive = last.Op == revlog.Put
+	}
+	e.Rev = s.order.Next()
+	kl.mu.Lock()
+	kl.log.Append(e)
+	kl.mu.Unlock()
+	s.order.Commit(e.Time) // readers see e from here on
+
+	switch isLive := e.Op == revlog.Put; {
+	case isLive && !wasLive:
+		s.liveKeys++
+	case !isLive && wasLive:
+		s.liveKeys--
+	}
+	if n := s.opts.maxHistory; n > 0 && kl.log.Len() > 2*n {
+		s.trimCountLocked(kl)
+	}
+	return e.Rev
+}
