@@ -19,8 +19,12 @@ import (
 // after Close; its reads then return nothing.
 type View[V any] struct {
 	s   *Store[V]
-	rev int64     // 0: the empty state, which pins nothing
-	t   time.Time // values whose ExpiresAt <= t are hidden
+	rev int64 // 0: the empty state, which pins nothing
+
+	// t hides values whose ExpiresAt <= t. AsOf sets it; At leaves it zero,
+	// which hides nothing (expiry times are after 1678), since the state at
+	// a revision is exactly what the entries up to it say.
+	t time.Time
 
 	closed atomic.Bool
 
@@ -44,8 +48,7 @@ func (s *Store[V]) At(rev Revision) (*View[V], error) {
 	case r < s.floor.Load():
 		return nil, fmt.Errorf("revkv: view at %d (floor %d): %w", rev, s.floor.Load(), ErrCompacted)
 	}
-	t, _ := s.order.TimeOf(r) // known: times are kept from Floor() on
-	return s.openLocked(r, t), nil
+	return s.openLocked(r, time.Time{}), nil
 }
 
 // AsOf opens a View of the store at time t: at the last revision whose time

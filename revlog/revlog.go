@@ -153,8 +153,8 @@ func (l *Log[V]) TrimTo(n int, pin int64) int {
 	if drop <= 0 {
 		return 0
 	}
-	if i := l.indexAt(pin); i >= 0 && i < drop {
-		drop = i
+	if i := l.indexAt(pin); i < drop {
+		drop = max(i, 0) // with no entry at or below pin, every entry is newer than it
 	}
 	l.dropFront(drop)
 	return drop

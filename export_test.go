@@ -1,0 +1,100 @@
+package revkv
+
+import (
+	"fmt"
+
+	"github.com/revkv/revkv/revlog"
+)
+
+// Check verifies the store's internal invariants, as bbolt's tx.Check does;
+// the randomised tests call it after every step. It takes the write lock.
+//   - every log: revisions strictly increase, times never decrease, and no
+//     entry is above the head;
+//   - the index and the tree hold the same keys, and no log in them is empty;
+//   - liveKeys counts the keys whose newest entry is an OpPut;
+//   - the expiry index holds exactly the keys whose newest entry is an OpPut
+//     with a TTL, at that ExpiresAt, and none of them is due at the head's time;
+//   - Floor() is max(compactRev, trimFloor).
+func (s *Store[V]) Check() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.order.Head()
+	inIndex := 0
+	var err error
+	s.index.Range(func(k, v any) bool {
+		inIndex++
+		kl := v.(*keyLog[V])
+		if kl.key != k.(string) {
+			err = fmt.Errorf("index key %q holds log of %q", k, kl.key)
+			return false
+		}
+		if !s.tree.Has(kl) {
+			err = fmt.Errorf("key %q in index, not in tree", kl.key)
+			return false
+		}
+		if got, _ := s.tree.Get(kl); got != kl {
+			err = fmt.Errorf("key %q: tree and index hold different logs", kl.key)
+			return false
+		}
+		err = checkLog(kl.key, kl.log.Entries(), h.Rev)
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if inIndex != s.tree.Len() {
+		return fmt.Errorf("index holds %d keys, tree %d", inIndex, s.tree.Len())
+	}
+	live, withTTL := 0, 0
+	s.tree.Ascend(func(kl *keyLog[V]) bool {
+		last, _ := kl.log.Last()
+		if last.Op != revlog.Put {
+			return true
+		}
+		live++
+		if !last.ExpiresAt.IsZero() {
+			withTTL++
+			if !s.expiry.Remove(kl.key, last.ExpiresAt.UnixNano()) {
+				err = fmt.Errorf("key %q: expiry at %v missing from the index", kl.key, last.ExpiresAt)
+				return false
+			}
+			s.expiry.Add(kl.key, last.ExpiresAt.UnixNano())
+			if !last.ExpiresAt.After(h.Time) {
+				err = fmt.Errorf("key %q: expiry at %v not after the head's time %v", kl.key, last.ExpiresAt, h.Time)
+				return false
+			}
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return err
+	case live != s.liveKeys:
+		return fmt.Errorf("liveKeys %d, counted %d", s.liveKeys, live)
+	case withTTL != s.expiry.Len():
+		return fmt.Errorf("expiry index holds %d items, %d keys have a TTL", s.expiry.Len(), withTTL)
+	case s.floor.Load() != max(s.compactRev, s.trimFloor):
+		return fmt.Errorf("floor %d, want max(%d, %d)", s.floor.Load(), s.compactRev, s.trimFloor)
+	}
+	return nil
+}
+
+func checkLog[V any](key string, es []revlog.Entry[V], head int64) error {
+	if len(es) == 0 {
+		return fmt.Errorf("key %q: empty log in the index", key)
+	}
+	for i := range es {
+		e := &es[i]
+		if e.Rev > head {
+			return fmt.Errorf("key %q: entry at %d above head %d", key, e.Rev, head)
+		}
+		if e.Op != revlog.Put && (!e.ExpiresAt.IsZero() || e.Op > revlog.Expire) {
+			return fmt.Errorf("key %q: bad tombstone at %d", key, e.Rev)
+		}
+		if i > 0 && (e.Rev <= es[i-1].Rev || e.Time.Before(es[i-1].Time)) {
+			return fmt.Errorf("key %q: entry %d (rev %d, %v) out of order after rev %d, %v",
+				key, i, e.Rev, e.Time, es[i-1].Rev, es[i-1].Time)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,527 @@
+package revkv_test
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/revkv/revkv"
+)
+
+// manualClock is a clock the test sets by hand; safe for concurrent use.
+type manualClock struct {
+	mu sync.Mutex // guards t
+	t  time.Time
+}
+
+func newClock(t time.Time) *manualClock { return &manualClock{t: t} }
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *manualClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// model is the reference implementation of SPEC.md: the simplest one we could
+// write and believe. It keeps every revision ever made in one list and
+// derives every answer from that list; trimming and compaction only move the
+// boundaries below which answers are ErrCompacted (and where History starts).
+// If the store agrees with the model after every step, it never returns a
+// value it no longer knows.
+type model struct {
+	maxHistory int
+	retention  time.Duration
+	clock      *manualClock
+
+	revs  []mEntry           // revs[i] is revision i+1
+	byKey map[string][]int64 // each key's revisions, oldest first
+	from  map[string]int64   // History of the key starts at this revision
+	lo    map[string]int64   // reads of the key below this revision are ErrCompacted
+
+	compactRev  int64
+	compactTime time.Time
+	trimFloor   int64
+	pins        map[int64]int
+	closed      bool
+}
+
+type mEntry struct {
+	key       string
+	op        revkv.Op
+	value     int
+	rev       int64
+	time      time.Time
+	expiresAt time.Time
+}
+
+type mView struct {
+	rev int64
+	t   time.Time
+}
+
+func newModel(clock *manualClock, maxHistory int, retention time.Duration) *model {
+	return &model{
+		maxHistory: maxHistory, retention: retention, clock: clock,
+		byKey: map[string][]int64{}, from: map[string]int64{}, lo: map[string]int64{},
+		pins: map[int64]int{},
+	}
+}
+
+var (
+	minNanos = time.Unix(0, math.MinInt64)
+	maxNanos = time.Unix(0, math.MaxInt64)
+)
+
+func (m *model) rev() int64 { return int64(len(m.revs)) }
+
+func (m *model) at(rev int64) mEntry { return m.revs[rev-1] }
+
+func (m *model) now() time.Time {
+	t := m.clock.Now().Round(0)
+	if n := len(m.revs); n > 0 && t.Before(m.revs[n-1].time) {
+		return m.revs[n-1].time
+	}
+	return t
+}
+
+// revAtTime is the last revision whose time is <= t (0: none).
+func (m *model) revAtTime(t time.Time) int64 {
+	r := int64(0)
+	for _, e := range m.revs {
+		if e.time.After(t) {
+			break
+		}
+		r = e.rev
+	}
+	return r
+}
+
+// entryAt is the key's newest entry at or below rev.
+func (m *model) entryAt(key string, rev int64) (mEntry, bool) {
+	var e mEntry
+	found := false
+	for _, r := range m.byKey[key] {
+		if r > rev {
+			break
+		}
+		e, found = m.at(r), true
+	}
+	return e, found
+}
+
+func (m *model) latest(key string) (mEntry, bool) { return m.entryAt(key, math.MaxInt64) }
+
+func liveAt(e mEntry, ok bool, t time.Time) bool {
+	return ok && e.op == revkv.OpPut && (e.expiresAt.IsZero() || e.expiresAt.After(t))
+}
+
+func (e mEntry) public() revkv.Entry[int] {
+	return revkv.Entry[int]{Key: e.key, Op: e.op, Value: e.value, Rev: revkv.Revision(e.rev), Time: e.time, ExpiresAt: e.expiresAt}
+}
+
+func (m *model) retained(key string) []int64 {
+	var out []int64
+	for _, r := range m.byKey[key] {
+		if r >= m.from[key] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (m *model) keys() []string {
+	ks := make([]string, 0, len(m.byKey))
+	for k := range m.byKey {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func (m *model) oldestPin() int64 {
+	p := int64(math.MaxInt64)
+	for r := range m.pins {
+		p = min(p, r)
+	}
+	return p
+}
+
+func (m *model) floor() int64 { return max(m.compactRev, m.trimFloor) }
+
+// ---- writes ----
+
+func (m *model) commit(e mEntry) int64 {
+	e.rev = m.rev() + 1
+	m.revs = append(m.revs, e)
+	m.byKey[e.key] = append(m.byKey[e.key], e.rev)
+	if n := m.maxHistory; n > 0 && len(m.retained(e.key)) > 2*n {
+		m.trimCount(e.key)
+	}
+	return e.rev
+}
+
+func (m *model) materialize(now time.Time) int {
+	var due []mEntry
+	for _, k := range m.keys() {
+		if e, ok := m.latest(k); ok && e.op == revkv.OpPut && !e.expiresAt.IsZero() && !e.expiresAt.After(now) {
+			due = append(due, e)
+		}
+	}
+	slices.SortFunc(due, func(a, b mEntry) int {
+		if c := a.expiresAt.Compare(b.expiresAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	for _, e := range due {
+		m.commit(mEntry{key: e.key, op: revkv.OpExpire, time: e.expiresAt})
+	}
+	return len(due)
+}
+
+// write mirrors SPEC §3.3(a): argument checks, then expiries due, then decide.
+func (m *model) write(key string, ttl time.Duration, decide func(cur mEntry, live bool) (revkv.Op, int, error)) (revkv.Revision, error) {
+	if m.closed {
+		return 0, revkv.ErrClosed
+	}
+	now := m.now()
+	var expiresAt time.Time
+	if ttl != 0 {
+		expiresAt = now.Add(ttl)
+		if ttl < 0 || !expiresAt.After(now) || !expiresAt.After(minNanos) || expiresAt.After(maxNanos) {
+			return 0, revkv.ErrInvalidTTL
+		}
+	}
+	m.materialize(now)
+	cur, ok := m.latest(key)
+	live := liveAt(cur, ok, now)
+	op, v, err := decide(cur, live)
+	if err != nil {
+		return 0, err
+	}
+	return revkv.Revision(m.commit(mEntry{key: key, op: op, value: v, time: now, expiresAt: expiresAt})), nil
+}
+
+func (m *model) Put(key string, v int) (revkv.Revision, error) {
+	return m.write(key, 0, func(mEntry, bool) (revkv.Op, int, error) { return revkv.OpPut, v, nil })
+}
+
+func (m *model) PutTTL(key string, v int, ttl time.Duration) (revkv.Revision, error) {
+	if ttl <= 0 {
+		return 0, revkv.ErrInvalidTTL
+	}
+	return m.write(key, ttl, func(mEntry, bool) (revkv.Op, int, error) { return revkv.OpPut, v, nil })
+}
+
+func (m *model) CompareAndPut(key string, modRev revkv.Revision, v int) (revkv.Revision, error) {
+	if modRev < 0 {
+		return 0, revkv.ErrConflict
+	}
+	return m.write(key, 0, func(cur mEntry, live bool) (revkv.Op, int, error) {
+		if (modRev == 0 && live) || (modRev != 0 && (!live || cur.rev != int64(modRev))) {
+			return 0, 0, revkv.ErrConflict
+		}
+		return revkv.OpPut, v, nil
+	})
+}
+
+func (m *model) Delete(key string) (revkv.Revision, error) {
+	return m.write(key, 0, func(_ mEntry, live bool) (revkv.Op, int, error) {
+		if !live {
+			return 0, 0, revkv.ErrNotFound
+		}
+		return revkv.OpDelete, 0, nil
+	})
+}
+
+func (m *model) Expire(key string, ttl time.Duration) (revkv.Revision, error) {
+	if ttl <= 0 {
+		return 0, revkv.ErrInvalidTTL
+	}
+	return m.write(key, ttl, func(cur mEntry, live bool) (revkv.Op, int, error) {
+		if !live {
+			return 0, 0, revkv.ErrNotFound
+		}
+		return revkv.OpPut, cur.value, nil
+	})
+}
+
+func (m *model) Persist(key string) (revkv.Revision, error) {
+	return m.write(key, 0, func(cur mEntry, live bool) (revkv.Op, int, error) {
+		switch {
+		case !live:
+			return 0, 0, revkv.ErrNotFound
+		case cur.expiresAt.IsZero():
+			return 0, 0, revkv.ErrNoTTL
+		}
+		return revkv.OpPut, cur.value, nil
+	})
+}
+
+// ---- latest state ----
+
+func (m *model) Get(key string) (int, bool) {
+	e, ok := m.latest(key)
+	if !liveAt(e, ok, m.now()) {
+		return 0, false
+	}
+	return e.value, true
+}
+
+func (m *model) GetEntry(key string) (revkv.Entry[int], bool) {
+	e, ok := m.latest(key)
+	if !liveAt(e, ok, m.now()) {
+		return revkv.Entry[int]{}, false
+	}
+	return e.public(), true
+}
+
+func (m *model) TTL(key string) (time.Duration, error) {
+	now := m.now()
+	e, ok := m.latest(key)
+	switch {
+	case !liveAt(e, ok, now):
+		return 0, revkv.ErrNotFound
+	case e.expiresAt.IsZero():
+		return 0, revkv.ErrNoTTL
+	}
+	return e.expiresAt.Sub(now), nil
+}
+
+type kv struct {
+	K string
+	V int
+}
+
+func (m *model) scanAt(rev int64, t time.Time, prefix string) []kv {
+	var out []kv
+	for _, k := range m.keys() {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		if e, ok := m.entryAt(k, rev); liveAt(e, ok, t) {
+			out = append(out, kv{k, e.value})
+		}
+	}
+	return out
+}
+
+func (m *model) Scan(prefix string) []kv { return m.scanAt(m.rev(), m.now(), prefix) }
+
+func (m *model) Len() int { return len(m.Scan("")) }
+
+// ---- history ----
+
+func (m *model) History(key string) []revkv.Entry[int] {
+	var out []revkv.Entry[int]
+	for _, r := range m.retained(key) {
+		out = append(out, m.at(r).public())
+	}
+	return out
+}
+
+func (m *model) GetAt(key string, rev revkv.Revision) (int, bool, error) {
+	r := int64(rev)
+	switch {
+	case r <= 0:
+		return 0, false, nil
+	case r > m.rev():
+		return 0, false, revkv.ErrFutureRevision
+	case r < m.compactRev || r < m.lo[key]:
+		return 0, false, revkv.ErrCompacted
+	}
+	// By revisions alone: the state after r is what the entries up to r say.
+	if e, ok := m.entryAt(key, r); ok && e.op == revkv.OpPut {
+		return e.value, true, nil
+	}
+	return 0, false, nil
+}
+
+func (m *model) GetAsOf(key string, t time.Time) (int, bool, error) {
+	switch {
+	case t.After(m.now()):
+		return 0, false, revkv.ErrFutureRevision
+	case m.rev() == 0 || t.Before(m.at(1).time):
+		return 0, false, nil
+	case m.compactRev > 0 && t.Before(m.compactTime),
+		m.lo[key] > 0 && t.Before(m.at(m.lo[key]).time):
+		return 0, false, revkv.ErrCompacted
+	}
+	e, ok := m.entryAt(key, m.revAtTime(t))
+	if !liveAt(e, ok, t) {
+		return 0, false, nil
+	}
+	return e.value, true, nil
+}
+
+func (m *model) open(rev int64, t time.Time) *mView {
+	if rev > 0 {
+		m.pins[rev]++
+	}
+	return &mView{rev: rev, t: t}
+}
+
+func (m *model) At(rev revkv.Revision) (*mView, error) {
+	r := int64(rev)
+	switch {
+	case r > m.rev():
+		return nil, revkv.ErrFutureRevision
+	case r <= 0:
+		return m.open(0, time.Time{}), nil
+	case r < m.floor():
+		return nil, revkv.ErrCompacted
+	}
+	return m.open(r, time.Time{}), nil // no expiry time is before the zero time: nothing hidden
+}
+
+func (m *model) AsOf(t time.Time) (*mView, error) {
+	if t.After(m.now()) {
+		return nil, revkv.ErrFutureRevision
+	}
+	r := m.revAtTime(t)
+	if r > 0 && r < m.floor() {
+		return nil, revkv.ErrCompacted
+	}
+	return m.open(r, t), nil
+}
+
+func (m *model) CloseView(v *mView) {
+	if v.rev == 0 {
+		return
+	}
+	if m.pins[v.rev]--; m.pins[v.rev] == 0 {
+		delete(m.pins, v.rev)
+	}
+}
+
+func (m *model) ViewGet(v *mView, key string) (revkv.Entry[int], bool) {
+	if v.rev == 0 {
+		return revkv.Entry[int]{}, false
+	}
+	e, ok := m.entryAt(key, v.rev)
+	if !liveAt(e, ok, v.t) {
+		return revkv.Entry[int]{}, false
+	}
+	return e.public(), true
+}
+
+// ---- upkeep ----
+
+func (m *model) PurgeExpired() int {
+	if m.closed {
+		return 0
+	}
+	return m.materialize(m.now())
+}
+
+// compactTo records a compaction. The store keeps revision times from
+// max(1, keep) on, keep being Floor() (or, with retention, the last
+// compaction); below that the oldest known time stands in (see Compact).
+func (m *model) compactTo(rev int64) {
+	keep := m.floor()
+	if m.retention > 0 {
+		keep = m.compactRev
+	}
+	m.compactTime = m.at(max(rev, keep, 1)).time
+	m.compactRev = rev
+}
+
+func (m *model) Compact(rev revkv.Revision) error {
+	switch r := int64(rev); {
+	case m.closed:
+		return revkv.ErrClosed
+	case r > m.rev():
+		return revkv.ErrFutureRevision
+	case r <= m.compactRev:
+		return nil
+	default:
+		m.compactTo(r)
+	}
+	for _, k := range m.keys() {
+		m.cut(k)
+	}
+	return nil
+}
+
+func (m *model) Trim() int {
+	if m.closed {
+		return 0
+	}
+	if m.retention > 0 {
+		if r := m.revAtTime(m.now().Add(-m.retention)); r > m.compactRev {
+			m.compactTo(r)
+		}
+	}
+	n := 0
+	for _, k := range m.keys() {
+		n += m.cut(k)
+		if m.maxHistory > 0 {
+			n += m.trimCount(k)
+		}
+	}
+	return n
+}
+
+// cut drops what neither the compaction nor the oldest view needs: entries
+// before the one visible at that point; a lone tombstone there removes the key.
+func (m *model) cut(key string) int {
+	p := min(m.compactRev, m.oldestPin())
+	ret := m.retained(key)
+	i := -1
+	for j, r := range ret {
+		if r <= p {
+			i = j
+		}
+	}
+	switch {
+	case i < 0:
+		return 0
+	case i == len(ret)-1 && m.at(ret[i]).op != revkv.OpPut:
+		m.from[key], m.lo[key] = m.rev()+1, 0
+		return len(ret)
+	case i > 0:
+		m.from[key], m.lo[key] = ret[i], ret[i]
+	}
+	return i
+}
+
+// trimCount keeps the newest maxHistory entries, and the oldest view's entry.
+func (m *model) trimCount(key string) int {
+	ret := m.retained(key)
+	drop := len(ret) - m.maxHistory
+	seen := -1 // index of the entry visible at the oldest view's revision
+	for j, r := range ret {
+		if r <= m.oldestPin() {
+			seen = j
+		}
+	}
+	if seen < drop {
+		drop = max(seen, 0) // everything after the pin is needed too
+	}
+	if drop <= 0 {
+		return 0
+	}
+	m.from[key], m.lo[key] = ret[drop], ret[drop]
+	m.trimFloor = max(m.trimFloor, ret[drop])
+	return drop
+}
+
+func (m *model) Close() { m.closed = true }
+
+// sameErr reports whether got is want (nil for nil).
+func sameErr(got, want error) bool {
+	if want == nil {
+		return got == nil
+	}
+	return errors.Is(got, want)
+}
+

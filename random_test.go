@@ -1,0 +1,429 @@
+package revkv_test
+
+import (
+	"flag"
+	"fmt"
+	"iter"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revkv/revkv"
+)
+
+var (
+	seedFlag  = flag.Int64("seed", 0, "seed of the randomised model test (0: from the clock)")
+	stepsFlag = flag.Int("steps", 3000, "steps per option set of the randomised model test")
+)
+
+var (
+	testKeys     = []string{"a", "ab", "abc", "b", "c/1", "c/2", "c/3", "d"}
+	testPrefixes = []string{"", "a", "ab", "c/", "c/2", "x"}
+	epoch        = time.Date(2026, 11, 21, 14, 2, 0, 0, time.UTC)
+)
+
+// TestModel runs thousands of random operations against the store and the
+// reference model, in each option set, and compares every answer after every
+// step: revisions, values, errors, Entry fields, History, Scan order, Len,
+// Floor, and the answers of open views. The clock sometimes stands still and
+// sometimes goes back. Run with -seed=N to replay a failure, -steps=N to go
+// longer.
+func TestModel(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
+	sets := []struct {
+		name       string
+		maxHistory int
+		retention  time.Duration
+	}{
+		{"none", 0, 0},
+		{"maxHistory", 3, 0},
+		{"retention", 0, 5 * time.Second},
+		{"both", 2, 4 * time.Second},
+		{"maxHistory1", 1, 0},
+	}
+	for i, set := range sets {
+		t.Run(set.name, func(t *testing.T) {
+			h := newHarness(t, seed+int64(i), set.maxHistory, set.retention)
+			for h.n = 0; h.n < *stepsFlag; h.n++ {
+				h.step()
+				h.check(h.n%25 == 0)
+			}
+			h.closeAll()
+		})
+	}
+}
+
+type harness struct {
+	t     *testing.T
+	rng   *rand.Rand
+	clock *manualClock
+	s     *revkv.Store[int]
+	m     *model
+	views []hview
+	trace []string // the last operations, printed on failure
+	n     int      // step number
+}
+
+type hview struct {
+	sv *revkv.View[int]
+	mv *mView
+}
+
+func newHarness(t *testing.T, seed int64, maxHistory int, retention time.Duration) *harness {
+	clock := newClock(epoch)
+	opts := []revkv.Option{revkv.WithClock(clock.Now)}
+	if maxHistory > 0 {
+		opts = append(opts, revkv.WithMaxHistory(maxHistory))
+	}
+	if retention > 0 {
+		opts = append(opts, revkv.WithRetention(retention))
+	}
+	return &harness{
+		t: t, rng: rand.New(rand.NewSource(seed)), clock: clock,
+		s: revkv.New[int](opts...), m: newModel(clock, maxHistory, retention),
+	}
+}
+
+// String prints the recent operations; testify calls it only on failure.
+func (h *harness) String() string {
+	return fmt.Sprintf("step %d, rev %d, last operations:\n  %s", h.n, h.m.rev(), strings.Join(h.trace, "\n  "))
+}
+
+func (h *harness) did(format string, args ...any) {
+	h.trace = append(h.trace, fmt.Sprintf(format, args...))
+	if len(h.trace) > 40 {
+		h.trace = h.trace[1:]
+	}
+}
+
+func (h *harness) eq(want, got any, what string) {
+	h.t.Helper()
+	require.Equal(h.t, want, got, "%s\n%s", what, h)
+}
+
+func (h *harness) sameErr(want, got error, what string) {
+	h.t.Helper()
+	require.True(h.t, sameErr(got, want), "%s: want error %v, got %v\n%s", what, want, got, h)
+}
+
+func (h *harness) key() string { return testKeys[h.rng.Intn(len(testKeys))] }
+
+func (h *harness) ttl() time.Duration {
+	switch r := h.rng.Intn(20); {
+	case r == 0:
+		return -time.Duration(h.rng.Intn(3)) // 0 or negative
+	case r == 1:
+		return math.MaxInt64 // past what Unix nanoseconds hold
+	case r == 2:
+		return 1 // 1ns
+	default:
+		return time.Duration(1+h.rng.Intn(4000)) * time.Millisecond
+	}
+}
+
+func (h *harness) moveClock() {
+	switch r := h.rng.Intn(20); {
+	case r < 4: // stand still
+	case r < 6:
+		h.clock.Add(-time.Duration(h.rng.Int63n(int64(2 * time.Second))))
+	case r < 10:
+		h.clock.Add(time.Duration(h.rng.Int63n(int64(3 * time.Millisecond))))
+	case r < 11:
+		h.clock.Add(10 * time.Second)
+	default:
+		h.clock.Add(time.Duration(h.rng.Int63n(int64(800 * time.Millisecond))))
+	}
+}
+
+// rev picks a revision around the interesting range, edges included.
+func (h *harness) rev() revkv.Revision {
+	top := h.m.rev()
+	switch h.rng.Intn(6) {
+	case 0:
+		return revkv.Revision(h.rng.Int63n(3) - 1) // -1, 0, 1
+	case 1:
+		return revkv.Revision(top + h.rng.Int63n(3)) // the latest and just beyond
+	default:
+		return revkv.Revision(h.rng.Int63n(top + 1))
+	}
+}
+
+// when picks a time around the revisions' times, edges included.
+func (h *harness) when() time.Time {
+	now := h.m.now()
+	switch r := h.rng.Intn(10); {
+	case r == 0:
+		return now
+	case r == 1:
+		return now.Add(1) // the future
+	case r == 2:
+		return time.Time{}
+	case r == 3 || h.m.rev() == 0:
+		return epoch.Add(-time.Duration(h.rng.Intn(3)))
+	default:
+		e := h.m.at(1 + h.rng.Int63n(h.m.rev()))
+		return e.time.Add(time.Duration(h.rng.Intn(3)-1) * time.Duration(1+h.rng.Intn(2)*int(time.Millisecond)))
+	}
+}
+
+func (h *harness) writeResult(what string, wantRev revkv.Revision, wantErr error, gotRev revkv.Revision, gotErr error) {
+	h.t.Helper()
+	h.did("%s → %d %v", what, wantRev, wantErr)
+	h.sameErr(wantErr, gotErr, what)
+	h.eq(wantRev, gotRev, what+": revision")
+}
+
+func (h *harness) step() {
+	h.moveClock()
+	k, v := h.key(), h.rng.Intn(1000)
+	switch op := h.rng.Intn(100); {
+	case op < 14:
+		wr, we := h.m.Put(k, v)
+		gr, ge := h.s.Put(k, v)
+		h.writeResult(fmt.Sprintf("Put(%q, %d) at %v", k, v, h.clock.Now()), wr, we, gr, ge)
+	case op < 26:
+		d := h.ttl()
+		wr, we := h.m.PutTTL(k, v, d)
+		gr, ge := h.s.PutTTL(k, v, d)
+		h.writeResult(fmt.Sprintf("PutTTL(%q, %d, %v) at %v", k, v, d, h.clock.Now()), wr, we, gr, ge)
+	case op < 32:
+		mod := h.rev()
+		if e, ok := h.m.latest(k); ok && h.rng.Intn(2) == 0 {
+			mod = revkv.Revision(e.rev)
+		}
+		wr, we := h.m.CompareAndPut(k, mod, v)
+		gr, ge := h.s.CompareAndPut(k, mod, v)
+		h.writeResult(fmt.Sprintf("CompareAndPut(%q, %d, %d)", k, mod, v), wr, we, gr, ge)
+	case op < 38:
+		wr, we := h.m.Delete(k)
+		gr, ge := h.s.Delete(k)
+		h.writeResult(fmt.Sprintf("Delete(%q)", k), wr, we, gr, ge)
+	case op < 43:
+		d := h.ttl()
+		wr, we := h.m.Expire(k, d)
+		gr, ge := h.s.Expire(k, d)
+		h.writeResult(fmt.Sprintf("Expire(%q, %v)", k, d), wr, we, gr, ge)
+	case op < 47:
+		wr, we := h.m.Persist(k)
+		gr, ge := h.s.Persist(k)
+		h.writeResult(fmt.Sprintf("Persist(%q)", k), wr, we, gr, ge)
+	case op < 55:
+		r := h.rev()
+		h.did("GetAt(%q, %d)", k, r)
+		h.getAt(k, r)
+	case op < 63:
+		at := h.when()
+		h.did("GetAsOf(%q, %v)", k, at)
+		h.getAsOf(k, at)
+	case op < 67:
+		p := testPrefixes[h.rng.Intn(len(testPrefixes))]
+		h.did("Scan(%q)", p)
+		h.eq(h.m.Scan(p), collect(h.s.Scan(p)), fmt.Sprintf("Scan(%q)", p))
+	case op < 70:
+		h.did("History(%q)", k)
+		h.eq(h.m.History(k), h.s.History(k), fmt.Sprintf("History(%q)", k))
+	case op < 74:
+		h.openView()
+	case op < 78:
+		h.closeView()
+	case op < 82:
+		h.scanWhileWriting()
+	case op < 86:
+		h.did("PurgeExpired()")
+		h.eq(h.m.PurgeExpired(), h.s.PurgeExpired(), "PurgeExpired()")
+	case op < 91:
+		h.did("Trim()")
+		h.eq(h.m.Trim(), h.s.Trim(), "Trim()")
+	case op < 96:
+		r := revkv.Revision(h.m.rev() - h.rng.Int63n(12))
+		if h.rng.Intn(5) == 0 {
+			r = h.rev()
+		}
+		h.did("Compact(%d)", r)
+		h.sameErr(h.m.Compact(r), h.s.Compact(r), fmt.Sprintf("Compact(%d)", r))
+	default:
+		h.did("TTL(%q)", k)
+		wd, we := h.m.TTL(k)
+		gd, ge := h.s.TTL(k)
+		h.sameErr(we, ge, "TTL")
+		h.eq(wd, gd, "TTL")
+	}
+}
+
+func (h *harness) getAt(k string, r revkv.Revision) {
+	h.t.Helper()
+	what := fmt.Sprintf("GetAt(%q, %d)", k, r)
+	wv, wok, we := h.m.GetAt(k, r)
+	gv, gok, ge := h.s.GetAt(k, r)
+	h.sameErr(we, ge, what)
+	h.eq([2]any{wv, wok}, [2]any{gv, gok}, what)
+}
+
+func (h *harness) getAsOf(k string, at time.Time) {
+	h.t.Helper()
+	what := fmt.Sprintf("GetAsOf(%q, %v)", k, at)
+	wv, wok, we := h.m.GetAsOf(k, at)
+	gv, gok, ge := h.s.GetAsOf(k, at)
+	h.sameErr(we, ge, what)
+	h.eq([2]any{wv, wok}, [2]any{gv, gok}, what)
+}
+
+func (h *harness) openView() {
+	var (
+		mv     *mView
+		sv     *revkv.View[int]
+		we, ge error
+		what   string
+	)
+	if h.rng.Intn(2) == 0 {
+		r := h.rev()
+		what = fmt.Sprintf("At(%d)", r)
+		mv, we = h.m.At(r)
+		sv, ge = h.s.At(r)
+	} else {
+		at := h.when()
+		what = fmt.Sprintf("AsOf(%v)", at)
+		mv, we = h.m.AsOf(at)
+		sv, ge = h.s.AsOf(at)
+	}
+	h.did("%s → %v", what, we)
+	h.sameErr(we, ge, what)
+	if we != nil {
+		return
+	}
+	h.eq(revkv.Revision(mv.rev), sv.Rev(), what+": Rev")
+	h.views = append(h.views, hview{sv: sv, mv: mv})
+	if len(h.views) > 4 {
+		h.closeView()
+	}
+}
+
+func (h *harness) closeView() {
+	if len(h.views) == 0 {
+		return
+	}
+	i := h.rng.Intn(len(h.views))
+	v := h.views[i]
+	h.did("View(%d).Close()", v.mv.rev)
+	h.m.CloseView(v.mv)
+	v.sv.Close()
+	v.sv.Close() // idempotent
+	_, ok := v.sv.Get(testKeys[0])
+	h.eq(false, ok, "Get on a closed view")
+	h.eq(0, v.sv.Len(), "Len on a closed view")
+	h.views = append(h.views[:i], h.views[i+1:]...)
+}
+
+// scanWhileWriting deletes or rewrites every key a Scan yields, from inside
+// the loop: the Scan must yield what it would have without the writes.
+func (h *harness) scanWhileWriting() {
+	p := testPrefixes[h.rng.Intn(len(testPrefixes))]
+	want := h.m.Scan(p)
+	h.did("Scan(%q) with writes inside → %v", p, want)
+	pin := h.m.open(h.m.rev(), h.m.now()) // a Scan pins its revision while it runs
+	defer h.m.CloseView(pin)
+	var got []kv
+	for k, v := range h.s.Scan(p) {
+		got = append(got, kv{k, v})
+		if h.rng.Intn(2) == 0 {
+			wr, we := h.m.Delete(k)
+			gr, ge := h.s.Delete(k)
+			h.writeResult(fmt.Sprintf("  Delete(%q) inside Scan", k), wr, we, gr, ge)
+		} else {
+			wr, we := h.m.Put(k, v+1)
+			gr, ge := h.s.Put(k, v+1)
+			h.writeResult(fmt.Sprintf("  Put(%q) inside Scan", k), wr, we, gr, ge)
+		}
+	}
+	h.eq(want, got, fmt.Sprintf("Scan(%q) with writes inside", p))
+}
+
+func collect(seq iter.Seq2[string, int]) []kv {
+	var out []kv
+	for k, v := range seq {
+		out = append(out, kv{k, v})
+	}
+	return out
+}
+
+// check compares the whole visible state; full also sweeps GetAt over every
+// revision and GetAsOf over every revision's time, and every open view.
+func (h *harness) check(full bool) {
+	h.t.Helper()
+	require.NoError(h.t, h.s.Check(), "%s", h)
+	h.eq(revkv.Revision(h.m.rev()), h.s.Rev(), "Rev")
+	h.eq(revkv.Revision(h.m.floor()), h.s.Floor(), "Floor")
+	h.eq(h.m.Len(), h.s.Len(), "Len")
+	h.eq(h.m.Scan(""), collect(h.s.Scan("")), "Scan(\"\")")
+	for _, k := range testKeys {
+		wv, wok := h.m.Get(k)
+		gv, gok := h.s.Get(k)
+		h.eq([2]any{wv, wok}, [2]any{gv, gok}, "Get "+k)
+		we, wok := h.m.GetEntry(k)
+		ge, gok := h.s.GetEntry(k)
+		h.eq(we, ge, "GetEntry "+k)
+		h.eq(wok, gok, "GetEntry ok "+k)
+	}
+	if !full {
+		return
+	}
+	top := h.m.rev()
+	lowest := max(int64(-1), top-300)
+	for _, k := range testKeys {
+		h.eq(h.m.History(k), h.s.History(k), "History "+k)
+		for r := lowest; r <= top+1; r++ {
+			h.getAt(k, revkv.Revision(r))
+		}
+		for r := max(1, lowest); r <= top; r++ {
+			at := h.m.at(r).time
+			h.getAsOf(k, at)
+			h.getAsOf(k, at.Add(-1))
+		}
+	}
+	for _, v := range h.views {
+		what := fmt.Sprintf("view at %d/%v", v.mv.rev, v.mv.t)
+		h.eq(revkv.Revision(v.mv.rev), v.sv.Rev(), what+": Rev")
+		n := 0
+		for _, k := range testKeys {
+			we, wok := h.m.ViewGet(v.mv, k)
+			ge, gok := v.sv.Entry(k)
+			h.eq(we, ge, what+": Entry "+k)
+			h.eq(wok, gok, what+": Entry ok "+k)
+			if wok {
+				n++
+			}
+		}
+		h.eq(n, v.sv.Len(), what+": Len")
+		for _, p := range testPrefixes {
+			h.eq(h.m.scanAt(v.mv.rev, v.mv.t, p), collect(v.sv.Scan(p)), what+": Scan "+p)
+		}
+	}
+}
+
+// closeAll closes the store and checks what SPEC §6 says of a closed store.
+func (h *harness) closeAll() {
+	require.NoError(h.t, h.s.Close())
+	require.NoError(h.t, h.s.Close(), "second Close")
+	h.m.Close()
+	h.did("Close()")
+	k := h.key()
+	_, err := h.s.Put(k, 1)
+	h.sameErr(revkv.ErrClosed, err, "Put after Close")
+	_, err = h.s.Delete(k)
+	h.sameErr(revkv.ErrClosed, err, "Delete after Close")
+	h.sameErr(revkv.ErrClosed, h.s.Compact(h.s.Rev()), "Compact after Close")
+	h.eq(0, h.s.PurgeExpired(), "PurgeExpired after Close")
+	h.eq(0, h.s.Trim(), "Trim after Close")
+	h.check(true) // reads still answer, and the same
+	for _, v := range h.views {
+		v.sv.Close()
+	}
+}
