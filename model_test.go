@@ -524,4 +524,3 @@ func sameErr(got, want error) bool {
 	}
 	return errors.Is(got, want)
 }
-
