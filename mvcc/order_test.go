@@ -1,0 +1,83 @@
+package mvcc
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestClockRule(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0
+	o := NewOrder(func() time.Time { return now })
+	require.Equal(t, Stamp{}, o.Head())
+	require.Equal(t, t0, o.Now(o.Head()))
+	require.Equal(t, int64(1), o.Commit(o.Now(o.Head())))
+
+	now = t0.Add(-time.Hour) // the clock goes back
+	require.Equal(t, t0, o.Now(o.Head()), "times never decrease")
+	require.Equal(t, int64(2), o.Commit(o.Now(o.Head())))
+
+	now = time.Now() // a monotonic reading is dropped
+	got := o.Now(o.Head())
+	require.Equal(t, now.Round(0), got)
+	require.Equal(t, Stamp{Rev: 2, Time: t0}, o.Head())
+	first, ok := o.First()
+	require.True(t, ok)
+	require.Equal(t, t0, first)
+}
+
+func TestRevAtAndForget(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	o := NewOrder(time.Now)
+	r, known := o.RevAt(t0)
+	require.Equal(t, int64(0), r)
+	require.True(t, known, "an empty order knows rev 0")
+	// revisions 1..6 at 1s 2s 2s 2s 5s 9s
+	for _, s := range []int{1, 2, 2, 2, 5, 9} {
+		o.Commit(t0.Add(time.Duration(s) * time.Second))
+	}
+	sec := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	for _, tc := range []struct {
+		s    int
+		want int64
+	}{{0, 0}, {1, 1}, {2, 4}, {3, 4}, {5, 5}, {8, 5}, {9, 6}, {100, 6}} {
+		r, known := o.RevAt(sec(tc.s))
+		require.True(t, known)
+		require.Equal(t, tc.want, r, "RevAt(%ds)", tc.s)
+	}
+
+	o.Forget(4)
+	require.Equal(t, int64(4), o.Base())
+	_, ok := o.TimeOf(3)
+	require.False(t, ok)
+	tm, ok := o.TimeOf(4)
+	require.True(t, ok)
+	require.Equal(t, sec(2), tm)
+	r, known = o.RevAt(sec(1))
+	require.False(t, known, "revision 1 is below the base")
+	r, known = o.RevAt(sec(2))
+	require.True(t, known)
+	require.Equal(t, int64(4), r, "the base's time itself is known")
+	r, known = o.RevAt(sec(0))
+	require.True(t, known, "before the first revision is always rev 0")
+	require.Equal(t, int64(0), r)
+
+	o.Forget(100) // never past the head
+	require.Equal(t, int64(6), o.Base())
+	_, ok = o.TimeOf(6)
+	require.True(t, ok)
+	o.Forget(2) // never backwards
+	require.Equal(t, int64(6), o.Base())
+}
+
+func TestForgetGivesMemoryBack(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	o := NewOrder(time.Now)
+	for i := range 10000 {
+		o.Commit(t0.Add(time.Duration(i)))
+		o.Forget(o.Head().Rev - 10)
+	}
+	require.Less(t, cap(o.times), 200, "the times held stay proportional to those kept")
+}

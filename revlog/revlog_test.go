@@ -1,0 +1,202 @@
+package revlog
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+
+func put(rev int64, s int, v string) Entry[string] {
+	return Entry[string]{Rev: rev, Time: at(s), Op: Put, Value: v}
+}
+
+func del(rev int64, s int) Entry[string] { return Entry[string]{Rev: rev, Time: at(s), Op: Delete} }
+
+func logOf(es ...Entry[string]) *Log[string] {
+	l := &Log[string]{}
+	for _, e := range es {
+		l.Append(e)
+	}
+	return l
+}
+
+func revs(l *Log[string]) []int64 {
+	var out []int64
+	for _, e := range l.Entries() {
+		out = append(out, e.Rev)
+	}
+	return out
+}
+
+func TestAt(t *testing.T) {
+	// put(2)@1s put(5)@3s del(9)@3s put(12)@7s
+	l := logOf(put(2, 1, "a"), put(5, 3, "b"), del(9, 3), put(12, 7, "c"))
+	for _, tc := range []struct {
+		rev  int64
+		want Status
+		val  string
+		op   Op
+	}{
+		{-1, Absent, "", 0},
+		{0, Absent, "", 0},
+		{1, Absent, "", 0},
+		{2, Found, "a", Put},
+		{4, Found, "a", Put},
+		{5, Found, "b", Put},
+		{9, Found, "", Delete},
+		{11, Found, "", Delete},
+		{12, Found, "c", Put},
+		{1 << 62, Found, "c", Put},
+	} {
+		e, st := l.At(tc.rev)
+		require.Equal(t, tc.want, st, "At(%d)", tc.rev)
+		require.Equal(t, tc.val, e.Value, "At(%d)", tc.rev)
+		require.Equal(t, tc.op, e.Op, "At(%d)", tc.rev)
+	}
+}
+
+func TestEmptyLog(t *testing.T) {
+	l := &Log[string]{}
+	_, st := l.At(5)
+	require.Equal(t, Absent, st)
+	_, st = l.AsOf(at(5), 5)
+	require.Equal(t, Absent, st)
+	_, ok := l.Last()
+	require.False(t, ok)
+	require.Zero(t, l.Lo())
+	n, empty := l.CutBefore(10)
+	require.Zero(t, n)
+	require.False(t, empty)
+	require.Zero(t, l.TrimTo(1, 1<<62))
+}
+
+func TestAsOfEqualTimes(t *testing.T) {
+	// Three revisions share 3s: the last of them is the answer at 3s.
+	l := logOf(put(2, 1, "a"), put(5, 3, "b"), put(6, 3, "c"), put(7, 3, "d"), put(12, 7, "e"))
+	for _, tc := range []struct {
+		s      int
+		maxRev int64
+		want   string
+		st     Status
+	}{
+		{0, 99, "", Absent},
+		{1, 99, "a", Found},
+		{2, 99, "a", Found},
+		{3, 99, "d", Found},
+		{3, 6, "c", Found}, // 7 is not yet published
+		{3, 5, "b", Found},
+		{3, 4, "a", Found},
+		{7, 99, "e", Found},
+		{7, 11, "d", Found},
+		{100, 99, "e", Found},
+	} {
+		e, st := l.AsOf(at(tc.s), tc.maxRev)
+		require.Equal(t, tc.st, st, "AsOf(%ds, %d)", tc.s, tc.maxRev)
+		require.Equal(t, tc.want, e.Value, "AsOf(%ds, %d)", tc.s, tc.maxRev)
+	}
+}
+
+func TestCutBefore(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		log     []Entry[string]
+		rev     int64
+		dropped int
+		empty   bool
+		left    []int64
+		lo      int64
+	}{
+		{"below everything", []Entry[string]{put(3, 1, "a"), put(5, 2, "b")}, 2, 0, false, []int64{3, 5}, 0},
+		{"at the first", []Entry[string]{put(3, 1, "a"), put(5, 2, "b")}, 3, 0, false, []int64{3, 5}, 0},
+		{"keeps the visible one", []Entry[string]{put(3, 1, "a"), put(5, 2, "b"), put(8, 3, "c")}, 7, 1, false, []int64{5, 8}, 5},
+		{"above everything", []Entry[string]{put(3, 1, "a"), put(5, 2, "b")}, 9, 1, false, []int64{5}, 5},
+		{"lone tombstone at rev", []Entry[string]{put(3, 1, "a"), del(5, 2)}, 5, 2, true, nil, 0},
+		{"tombstone then a put", []Entry[string]{put(3, 1, "a"), del(5, 2), put(8, 3, "c")}, 6, 1, false, []int64{5, 8}, 5},
+		{"tombstone above rev", []Entry[string]{put(3, 1, "a"), del(5, 2)}, 4, 0, false, []int64{3, 5}, 0},
+		{"expire entry is a tombstone", []Entry[string]{put(3, 1, "a"), {Rev: 5, Time: at(2), Op: Expire}}, 5, 2, true, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := logOf(tc.log...)
+			n, empty := l.CutBefore(tc.rev)
+			require.Equal(t, tc.dropped, n)
+			require.Equal(t, tc.empty, empty)
+			require.Equal(t, tc.left, revs(l))
+			require.Equal(t, tc.lo, l.Lo())
+			if tc.lo > 0 {
+				_, st := l.At(tc.lo - 1)
+				require.Equal(t, Compacted, st, "below the oldest entry")
+				_, st = l.AsOf(l.Entries()[0].Time.Add(-1), 1<<62)
+				require.Equal(t, Compacted, st, "before the oldest entry's time")
+			}
+			if tc.empty {
+				_, st := l.At(tc.rev)
+				require.Equal(t, Absent, st, "an emptied log is as new")
+			}
+		})
+	}
+}
+
+func TestTrimTo(t *testing.T) {
+	five := []Entry[string]{put(2, 1, "a"), put(4, 2, "b"), put(6, 3, "c"), put(8, 4, "d"), put(10, 5, "e")}
+	const noPin = 1 << 62
+	for _, tc := range []struct {
+		name    string
+		n       int
+		pin     int64
+		dropped int
+		left    []int64
+	}{
+		{"under the cap", 5, noPin, 0, []int64{2, 4, 6, 8, 10}},
+		{"to two", 2, noPin, 3, []int64{8, 10}},
+		{"zero keeps the newest", 0, noPin, 4, []int64{10}},
+		{"pinned in the middle", 1, 5, 1, []int64{4, 6, 8, 10}},
+		{"pinned on an entry", 1, 6, 2, []int64{6, 8, 10}},
+		{"pinned below every entry", 1, 1, 0, []int64{2, 4, 6, 8, 10}},
+		{"pinned above the cut", 2, 9, 3, []int64{8, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := logOf(five...)
+			require.Equal(t, tc.dropped, l.TrimTo(tc.n, tc.pin))
+			require.Equal(t, tc.left, revs(l))
+			if tc.dropped > 0 {
+				require.Equal(t, tc.left[0], l.Lo())
+				_, st := l.At(tc.left[0] - 1)
+				require.Equal(t, Compacted, st)
+			}
+			if tc.pin < noPin {
+				want, _ := logOf(five...).At(tc.pin)
+				got, _ := l.At(tc.pin)
+				require.Equal(t, want, got, "the pinned revision still reads the same")
+			}
+		})
+	}
+}
+
+func TestDropFrontFreesValues(t *testing.T) {
+	l := &Log[string]{}
+	for i := range 100 {
+		l.Append(put(int64(i+1), i, "v"))
+	}
+	full := l.entries[:cap(l.entries)]
+	l.TrimTo(3, 1<<62)
+	require.Equal(t, 3, l.Len())
+	require.Less(t, cap(l.entries), 16, "a mostly empty backing array is given back")
+	for i := 3; i < 100; i++ {
+		require.Empty(t, full[i].Value, "dropped entries are cleared")
+	}
+}
+
+func TestLive(t *testing.T) {
+	e := put(1, 1, "a")
+	require.True(t, e.Live(at(100)))
+	e.ExpiresAt = at(5)
+	require.True(t, e.Live(at(4)))
+	require.False(t, e.Live(at(5)), "expired from its expiry time on")
+	d := del(2, 1)
+	require.False(t, d.Live(at(0)))
+}

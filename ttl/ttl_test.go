@@ -1,0 +1,79 @@
+package ttl
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestPopDueOrder(t *testing.T) {
+	x := New()
+	x.Add("b", 10)
+	x.Add("a", 10) // tie: key order
+	x.Add("c", 5)
+	x.Add("d", 20)
+	require.Equal(t, 4, x.Len())
+	require.Equal(t, 3, x.CountDue(10))
+	require.Equal(t, 0, x.CountDue(4))
+
+	var got []Item
+	for {
+		it, ok := x.PopDue(10)
+		if !ok {
+			break
+		}
+		got = append(got, it)
+	}
+	require.Equal(t, []Item{{5, "c"}, {10, "a"}, {10, "b"}}, got)
+	require.Equal(t, 1, x.Len(), "the item not due stays")
+	_, ok := x.PopDue(19)
+	require.False(t, ok)
+}
+
+func TestRemove(t *testing.T) {
+	x := New()
+	x.Add("a", 10)
+	require.False(t, x.Remove("a", 11), "a different time is a different item")
+	require.True(t, x.Remove("a", 10))
+	require.False(t, x.Remove("a", 10))
+	require.Zero(t, x.Len())
+	_, ok := x.PopDue(math.MaxInt64)
+	require.False(t, ok, "empty index")
+}
+
+func TestNanos(t *testing.T) {
+	require.Equal(t, int64(math.MinInt64), Nanos(time.Time{}))
+	require.Equal(t, int64(math.MaxInt64), Nanos(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.Equal(t, now.UnixNano(), Nanos(now))
+}
+
+func TestExpiryTime(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		d    time.Duration
+		ok   bool
+	}{
+		{"1ns", now, 1, true},
+		{"a minute", now, time.Minute, true},
+		{"zero", now, 0, false},
+		{"negative", now, -time.Second, false},
+		{"past 2262", now, math.MaxInt64, false},
+		{"just inside", time.Unix(0, math.MaxInt64-10), 10, true},
+		{"just outside", time.Unix(0, math.MaxInt64-10), 11, false},
+		{"from before 1678", time.Unix(0, math.MinInt64).Add(-time.Hour), time.Minute, false},
+		{"to just after 1678", time.Unix(0, math.MinInt64).Add(-time.Minute), time.Minute + 1, true},
+		{"to exactly the lowest", time.Unix(0, math.MinInt64).Add(-time.Minute), time.Minute, false},
+	} {
+		at, ok := ExpiryTime(tc.now, tc.d)
+		require.Equal(t, tc.ok, ok, tc.name)
+		if ok {
+			require.Equal(t, tc.now.Add(tc.d), at, tc.name)
+			require.Greater(t, Nanos(at), int64(math.MinInt64), tc.name)
+		}
+	}
+}
