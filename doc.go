@@ -1,0 +1,85 @@
+// Package revkv is an embeddable, in-memory, multi-version key-value store:
+// every key keeps its revision history, may carry a TTL, and can be read as it
+// was at any retained revision or time.
+//
+// # Data model
+//
+// Every change is one revision: a put, a delete, a TTL set or removed, an
+// expiry. Revisions start at 1 and grow by exactly 1; Rev returns the latest.
+// Every revision has a time from the store's clock (WithClock); times never
+// decrease along revisions: if the clock goes back, the store keeps using its
+// last time. Times are stored without their monotonic clock reading.
+//
+//	rev:   1          2          3            4          5
+//	time:  14:00      14:02      14:04        14:05      14:10
+//	       put a=1    put b=x    put a=2      put s=..   expire s
+//	                                          ttl 5m     (at exactly 14:10)
+//
+// A key with a TTL is invisible to every read of the latest state from its
+// ExpiresAt on, with nothing running. Its expiry is written into history as an
+// OpExpire entry whose Time is exactly ExpiresAt, at the start of the next
+// write call (before that write takes its revision), inside PurgeExpired, or
+// by the expirer goroutine (WithExpiryInterval). Reads never write. Several
+// expiries are written in order of expiry time, ties in key order. A newer
+// write to the key cancels its pending expiry. So revision numbers are a pure
+// function of the calls made and the clock's answers.
+//
+// History shrinks three ways: Compact(rev) for every key; WithRetention, a
+// rolling compaction applied by Trim; and WithMaxHistory, a per-key cap
+// applied by Trim and by any write that takes a key over twice the cap. What
+// they drop is answered with ErrCompacted, never a wrong value. Floor is the
+// lowest revision at which a View can open. Open Views (and running Scans)
+// pin their revision: nothing they need is dropped until they close.
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use, and the store is linearizable.
+// Writes are serialised by one write lock (that is what gives revisions one
+// order). Each key's log has its own lock; a read of one key takes only that
+// lock and never waits on writes to other keys, and it reads the key's state
+// at the latest published revision, so no reader sees revision r before every
+// revision below r. Scan and Len take the write lock for a short step. Values
+// are stored as given and never copied: do not mutate a value after writing
+// or reading it.
+//
+// # Readings of the contract
+//
+// Where SPEC.md was silent or ambiguous, revkv does this:
+//
+//   - GetAt and At answer by revisions alone: the state after revision r is
+//     exactly what the entries up to r say. GetAsOf and AsOf answer by time
+//     and also hide values whose ExpiresAt <= t. The two differ only when
+//     several expiries fall on the same instant: they take consecutive
+//     revisions, so at the first of them the other keys are still present
+//     by revision, though gone by time.
+//   - The empty state is always known: GetAt at rev <= 0, GetAsOf before the
+//     first revision's time, At(rev <= 0) and AsOf before the first revision
+//     answer "not found" or an empty View, never ErrCompacted, whatever Floor
+//     is. An empty View pins nothing.
+//   - A trim keeps, for every key, the entry visible at the oldest open
+//     View's revision and every entry after that revision (also when the key
+//     has no entry at or below it).
+//   - History lists the entries held in memory, oldest first: entries an open
+//     View needs are listed until the first Trim or Compact after it closes,
+//     which frees them. The ErrCompacted rules of GetAt and GetAsOf do not
+//     depend on views.
+//   - The store keeps revision times only from Floor on (with WithRetention,
+//     from the last compaction on), so memory stays flat under WithMaxHistory.
+//     A Compact at a revision below that, whose exact time is gone, uses the
+//     oldest time still known: GetAsOf before it is ErrCompacted. Revision
+//     reads follow the requested revision exactly.
+//   - Argument checks come before any expiry is written: a TTL <= 0 or past
+//     the year 2262 (ErrInvalidTTL, checked against now) and a negative
+//     modRev in CompareAndPut (ErrConflict) write nothing at all. Expire with
+//     a TTL <= 0 is ErrInvalidTTL, not a delete as in Redis.
+//   - Delete, Expire and Persist of a missing, deleted or expired key return
+//     ErrNotFound and take no revision.
+//   - Compact at or below the last compaction, or at rev <= 0, is a no-op.
+//   - Any string is a key, the empty string included.
+//
+// # Errors
+//
+// Errors are the sentinels of errors.go, wrapped with the call and the key;
+// test them with errors.Is. A negative option value or a nil clock is a
+// programming error: New panics with a message naming the option.
+package revkv

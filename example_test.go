@@ -1,0 +1,101 @@
+package revkv_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/revkv/revkv"
+)
+
+// fakeClock starts at a fixed time so that the examples print the same
+// output every run.
+func fakeClock() (now func() time.Time, advance func(time.Duration)) {
+	t := time.Date(2026, 11, 21, 14, 2, 0, 0, time.UTC)
+	return func() time.Time { return t }, func(d time.Duration) { t = t.Add(d) }
+}
+
+func Example() {
+	s := revkv.New[string]()
+	defer s.Close()
+
+	rev, _ := s.Put("config/limits", "100")
+	fmt.Println("wrote at revision", rev)
+	s.Put("config/limits", "250")
+
+	v, ok := s.Get("config/limits")
+	fmt.Println(v, ok)
+	old, _, _ := s.GetAt("config/limits", rev)
+	fmt.Println("at revision", rev, "it was", old)
+	// Output:
+	// wrote at revision 1
+	// 250 true
+	// at revision 1 it was 100
+}
+
+func ExampleStore_PutTTL() {
+	now, advance := fakeClock()
+	s := revkv.New[string](revkv.WithClock(now))
+	defer s.Close()
+
+	s.PutTTL("session/42", "alice", 30*time.Minute)
+	advance(time.Hour)
+	_, ok := s.Get("session/42")
+	fmt.Println("still there:", ok)
+
+	s.PurgeExpired() // or any write: the expiry is written at its exact time
+	for _, e := range s.History("session/42") {
+		fmt.Println(e.Rev, e.Op, e.Time.Format("15:04:05"), e.Value)
+	}
+	// Output:
+	// still there: false
+	// 1 put 14:02:00 alice
+	// 2 expire 14:32:00
+}
+
+func ExampleStore_GetAsOf() {
+	now, advance := fakeClock()
+	s := revkv.New[string](revkv.WithClock(now))
+	defer s.Close()
+
+	s.Put("config/limits", "100") // 14:02
+	advance(10 * time.Minute)
+	s.Put("config/limits", "250") // 14:12
+	advance(10 * time.Minute)
+
+	at1405 := time.Date(2026, 11, 21, 14, 5, 0, 0, time.UTC)
+	v, _, _ := s.GetAsOf("config/limits", at1405)
+	fmt.Println("14:05:", v)
+
+	view, _ := s.AsOf(at1405) // every key as of 14:05, pinned until Close
+	defer view.Close()
+	fmt.Println("view at revision", view.Rev())
+	for k, v := range view.Scan("config/") {
+		fmt.Println(k, v)
+	}
+	// Output:
+	// 14:05: 100
+	// view at revision 1
+	// config/limits 100
+}
+
+func ExampleStore_CompareAndPut() {
+	s := revkv.New[int]()
+	defer s.Close()
+
+	s.Put("counter", 1)
+	e, _ := s.GetEntry("counter")
+	_, err := s.CompareAndPut("counter", e.Rev, e.Value+1)
+	fmt.Println("first increment:", err)
+	_, err = s.CompareAndPut("counter", e.Rev, e.Value+1) // e is stale now
+	fmt.Println("stale increment conflicts:", errors.Is(err, revkv.ErrConflict))
+	_, err = s.CompareAndPut("fresh", 0, 1) // 0: create only if missing
+	fmt.Println("create:", err)
+	v, _ := s.Get("counter")
+	fmt.Println("counter:", v)
+	// Output:
+	// first increment: <nil>
+	// stale increment conflicts: true
+	// create: <nil>
+	// counter: 2
+}

@@ -1,0 +1,120 @@
+// Audit asks a config store the questions an auditor asks after an incident:
+// what was this value at a given time, what did everything under a prefix
+// look like then, and what changed between two revisions.
+//
+//	go run ./examples/audit
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/revkv/revkv"
+)
+
+func main() {
+	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	now := day
+	s := revkv.New[string](revkv.WithClock(func() time.Time { return now }))
+	defer s.Close()
+
+	// A day of changes to a config store.
+	changes := []struct {
+		at         string
+		key, value string // value "" deletes
+	}{
+		{"09:00", "config/db/pool", "20"},
+		{"09:00", "config/limits/api", "100"},
+		{"09:05", "config/limits/batch", "10"},
+		{"11:30", "config/feature/new-checkout", "off"},
+		{"13:58", "config/limits/api", "500"}, // someone raises the limit
+		{"14:01", "config/db/pool", "5"},      // and shrinks the pool
+		{"14:20", "config/feature/new-checkout", "on"},
+		{"15:10", "config/limits/api", "100"}, // the rollback
+		{"15:10", "config/db/pool", "20"},
+		{"15:12", "config/limits/batch", ""},
+	}
+	for _, c := range changes {
+		hm, _ := time.Parse("15:04", c.at)
+		now = day.Add(time.Duration(hm.Hour())*time.Hour + time.Duration(hm.Minute())*time.Minute)
+		if c.value == "" {
+			s.Delete(c.key)
+		} else {
+			s.Put(c.key, c.value)
+		}
+	}
+	at := func(hhmm string) time.Time {
+		t, _ := time.Parse("15:04", hhmm)
+		return day.Add(time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute)
+	}
+
+	fmt.Println("Q1. What was config/limits/api at 14:02 yesterday?")
+	v, ok, err := s.GetAsOf("config/limits/api", at("14:02"))
+	fmt.Printf("    %q (found=%v, err=%v)\n", v, ok, err)
+
+	fmt.Println("\nQ2. Everything under config/ as of 14:02:")
+	view, err := s.AsOf(at("14:02"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("    (a consistent snapshot at revision %d)\n", view.Rev())
+	for k, v := range view.Scan("config/") {
+		fmt.Printf("    %-30s %s\n", k, v)
+	}
+	incident := view.Rev()
+	view.Close()
+
+	fmt.Println("\nQ3. What changed between the snapshot at 09:30 and the one at 14:02?")
+	before, _ := s.AsOf(at("09:30"))
+	diff(s, before.Rev(), incident, "config/")
+	before.Close()
+
+	fmt.Println("\nQ4. The full record of config/limits/api, with revisions and times:")
+	for _, e := range s.History("config/limits/api") {
+		fmt.Printf("    revision %2d  %s  %-6s %s\n", e.Rev, e.Time.Format("15:04"), e.Op, e.Value)
+	}
+}
+
+// diff prints every key under prefix whose value differs between revisions
+// from and to, using two views, and the entries that made the difference.
+func diff(s *revkv.Store[string], from, to revkv.Revision, prefix string) {
+	a, err := s.At(from)
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	b, err := s.At(to)
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+	old, cur := maps.Collect(a.Scan(prefix)), maps.Collect(b.Scan(prefix))
+	keys := slices.Sorted(maps.Keys(old))
+	for k := range cur {
+		if _, ok := old[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		was, had := old[k]
+		is, has := cur[k]
+		switch {
+		case had && !has:
+			fmt.Printf("    %-30s %s → (deleted)\n", k, was)
+		case !had && has:
+			fmt.Printf("    %-30s (new) → %s\n", k, is)
+		case was != is:
+			fmt.Printf("    %-30s %s → %s\n", k, was, is)
+		default:
+			continue
+		}
+		for _, e := range s.History(k) {
+			if e.Rev > from && e.Rev <= to {
+				fmt.Printf("        revision %d at %s: %s %s\n", e.Rev, e.Time.Format("15:04"), e.Op, e.Value)
+			}
+		}
+	}
+}
