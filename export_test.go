@@ -10,7 +10,8 @@ import (
 // the randomised tests call it after every step. It takes the write lock.
 //   - every log: revisions strictly increase, times never decrease, and no
 //     entry is above the head;
-//   - the index and the tree hold the same keys, and no log in them is empty;
+//   - the index, the tree and the slots hold the same keys, and no log in
+//     them is empty;
 //   - liveKeys counts the keys whose newest entry is an OpPut;
 //   - the expiry index holds exactly the keys whose newest entry is an OpPut
 //     with a TTL, at that ExpiresAt, and none of them is due at the head's time;
@@ -42,8 +43,13 @@ func (s *Store[V]) Check() error {
 	if err != nil {
 		return err
 	}
-	if inIndex != s.tree.Len() {
-		return fmt.Errorf("index holds %d keys, tree %d", inIndex, s.tree.Len())
+	if inIndex != s.tree.Len() || inIndex != len(s.slots) {
+		return fmt.Errorf("index holds %d keys, tree %d, slots %d", inIndex, s.tree.Len(), len(s.slots))
+	}
+	for i, kl := range s.slots {
+		if v, ok := s.index.Load(kl.key); !ok || v != kl || kl.slot != i {
+			return fmt.Errorf("slot %d holds %q (slot %d), not the indexed log", i, kl.key, kl.slot)
+		}
 	}
 	live, withTTL := 0, 0
 	s.tree.Ascend(func(kl *keyLog[V]) bool {

@@ -14,6 +14,7 @@ type options struct {
 	maxHistory     int
 	retention      time.Duration
 	trimInterval   time.Duration
+	trimSample     int
 }
 
 // WithClock sets the clock the store reads for the time of every revision and
@@ -24,9 +25,11 @@ func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
 }
 
-// WithExpiryInterval starts a background goroutine that materialises due
-// expiries every d (see PurgeExpired). 0, the default, starts none. A negative
-// d makes New panic.
+// WithExpiryInterval starts the expirer goroutine: every d it writes the
+// expiries due into history, as PurgeExpired does, in batches of 256 so that
+// other writes get in between. Without it, expiries are written by the next
+// write or PurgeExpired (a key is invisible from its expiry time on either
+// way). 0, the default, starts none. A negative d makes New panic.
 func WithExpiryInterval(d time.Duration) Option {
 	return func(o *options) { o.expiryInterval = d }
 }
@@ -43,16 +46,28 @@ func WithRetention(d time.Duration) Option {
 	return func(o *options) { o.retention = d }
 }
 
-// WithTrimInterval starts a background goroutine that trims keys over the
-// caps every d. 0, the default, starts none. A negative d makes New panic.
+// WithTrimInterval starts the trimmer goroutine: every d it samples keys at
+// random (WithTrimSample at a time, each in O(1)) and trims those over the
+// caps (WithMaxHistory, WithRetention), as Trim does for every key; while more
+// than a quarter of a sample needed work it samples again at once, for at
+// most a quarter of d per tick, like Redis's active expiry cycle. It holds the
+// write lock for one key's trim at a time. 0, the default, starts none. A
+// negative d makes New panic.
 func WithTrimInterval(d time.Duration) Option {
 	return func(o *options) { o.trimInterval = d }
+}
+
+// WithTrimSample sets how many keys the trimmer goroutine samples at a time
+// (see WithTrimInterval). The default, 20, is what Redis samples per loop of
+// its active expiry cycle. A negative n makes New panic.
+func WithTrimSample(n int) Option {
+	return func(o *options) { o.trimSample = n }
 }
 
 // build applies opts over the defaults and panics, naming the option, on a
 // value no store can honour: that is a programming error, not bad input.
 func build(opts []Option) options {
-	o := options{clock: time.Now}
+	o := options{clock: time.Now, trimSample: 20}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -67,6 +82,11 @@ func build(opts []Option) options {
 		panic(fmt.Sprintf("revkv: WithRetention: negative duration %v", o.retention))
 	case o.trimInterval < 0:
 		panic(fmt.Sprintf("revkv: WithTrimInterval: negative interval %v", o.trimInterval))
+	case o.trimSample < 0:
+		panic(fmt.Sprintf("revkv: WithTrimSample: negative count %d", o.trimSample))
+	}
+	if o.trimSample == 0 {
+		o.trimSample = 20
 	}
 	return o
 }

@@ -18,13 +18,19 @@ import (
 
 var raceKeys = []string{"k0", "k1", "k2", "k3", "k4", "k5"}
 
-// raceDuration is how long each hammer runs: short under -short, longer
-// otherwise.
-func raceDuration() time.Duration {
+// raceWrites is how many writes each writer makes: fewer under -short.
+func raceWrites() int {
 	if testing.Short() {
-		return 300 * time.Millisecond
+		return 2000
 	}
-	return 2 * time.Second
+	return 20000
+}
+
+// hammerConfig paces a hammer.
+type hammerConfig struct {
+	writes int                  // per writer; the other goroutines run until the writers are done
+	pause  func(rng *rand.Rand) // after every operation, if set (a fake sleep under synctest)
+	upkeep func(rng *rand.Rand) // one upkeep operation
 }
 
 // observed is what one reader saw: a GetAt answer must never change, except
@@ -36,8 +42,8 @@ type observed struct {
 	ok    bool
 }
 
-// hammer runs writers, readers, views and upkeep on shared keys until d has
-// passed, checking as it goes:
+// hammer runs writers, readers, views and upkeep on shared keys until every
+// writer made cfg.writes writes, checking as it goes:
 //   - Rev() never decreases as seen by any one goroutine;
 //   - no reader sees revision r before Rev() reaches r: an entry read at r
 //     means At(r) opens (so every revision below r is visible too);
@@ -46,9 +52,10 @@ type observed struct {
 //
 // It returns the revisions writes returned and what readers saw through
 // GetAt, for the caller's end-of-run checks.
-func hammer(t *testing.T, s *revkv.Store[int], d time.Duration, upkeep func(rng *rand.Rand)) (map[revkv.Revision]string, []observed) {
+func hammer(t *testing.T, s *revkv.Store[int], cfg hammerConfig) (map[revkv.Revision]string, []observed) {
 	var (
 		wg       sync.WaitGroup
+		writers  sync.WaitGroup
 		stop     atomic.Bool
 		mu       sync.Mutex // guards written and seen
 		written  = map[revkv.Revision]string{}
@@ -62,19 +69,32 @@ func hammer(t *testing.T, s *revkv.Store[int], d time.Duration, upkeep func(rng 
 		}
 		stop.Store(true)
 	}
+	loop := func(seed int64, n int, f func(rng *rand.Rand)) {
+		rng := rand.New(rand.NewSource(seed))
+		for i := 0; i != n && !stop.Load(); i++ {
+			f(rng)
+			if cfg.pause != nil {
+				cfg.pause(rng)
+			}
+		}
+	}
 	run := func(seed int64, f func(rng *rand.Rand)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewSource(seed))
-			for !stop.Load() {
-				f(rng)
-			}
+			loop(seed, -1, f)
+		}()
+	}
+	write := func(seed int64, f func(rng *rand.Rand)) {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			loop(seed, cfg.writes, f)
 		}()
 	}
 
 	for w := range 4 {
-		run(int64(w), func(rng *rand.Rand) {
+		write(int64(w), func(rng *rand.Rand) {
 			k := raceKeys[rng.Intn(len(raceKeys))]
 			var (
 				rev revkv.Revision
@@ -171,9 +191,9 @@ func hammer(t *testing.T, s *revkv.Store[int], d time.Duration, upkeep func(rng 
 		}
 	})
 
-	run(300, upkeep)
+	run(300, cfg.upkeep)
 
-	time.Sleep(d) // the hammer's own run time; no assertion depends on it
+	writers.Wait()
 	stop.Store(true)
 	wg.Wait()
 	close(failures)
@@ -228,7 +248,7 @@ func allEntries(s *revkv.Store[int]) []revkv.Entry[int] {
 func TestRaceNoGaps(t *testing.T) {
 	s := revkv.New[int]()
 	defer s.Close()
-	written, seen := hammer(t, s, raceDuration(), func(*rand.Rand) { s.PurgeExpired() })
+	written, seen := hammer(t, s, hammerConfig{writes: raceWrites(), upkeep: func(*rand.Rand) { s.PurgeExpired() }})
 
 	all := allEntries(s)
 	require.Len(t, all, int(s.Rev()))
@@ -249,16 +269,20 @@ func TestRaceNoGaps(t *testing.T) {
 	t.Logf("%d revisions, %d GetAt answers rechecked", s.Rev(), len(seen))
 }
 
-// TestRaceWithTrimming adds Trim and Compact (and a history cap) to the
-// hammer. At the end, besides the invariants of hammer:
-//   - what remains of every history has increasing revisions and times that
-//     never decrease, across keys;
-//   - every GetAt answer a reader saw is still the answer, or ErrCompacted;
-//   - Floor() <= Rev(), and a View opens at Floor().
+// TestRaceWithTrimming adds Trim and Compact (and a history cap and
+// retention) to the hammer; at the end it checks what checkAfterTrimming
+// lists, besides the invariants of hammer.
 func TestRaceWithTrimming(t *testing.T) {
 	s := revkv.New[int](revkv.WithMaxHistory(4), revkv.WithRetention(50*time.Millisecond))
 	defer s.Close()
-	_, seen := hammer(t, s, raceDuration(), func(rng *rand.Rand) {
+	_, seen := hammer(t, s, hammerConfig{writes: raceWrites(), upkeep: upkeepOf(t, s)})
+	checkAfterTrimming(t, s, seen)
+}
+
+// upkeepOf returns one random upkeep operation on s: PurgeExpired, Trim or
+// Compact a little below the latest revision.
+func upkeepOf(t *testing.T, s *revkv.Store[int]) func(rng *rand.Rand) {
+	return func(rng *rand.Rand) {
 		switch rng.Intn(3) {
 		case 0:
 			s.PurgeExpired()
@@ -269,7 +293,15 @@ func TestRaceWithTrimming(t *testing.T) {
 				t.Errorf("Compact: %v", err)
 			}
 		}
-	})
+	}
+}
+
+// checkAfterTrimming checks a trimmed store at the end of a hammer:
+//   - what remains of every history has increasing revisions and times that
+//     never decrease, across keys;
+//   - every GetAt answer a reader saw is still the answer, or ErrCompacted;
+//   - Floor() <= Rev(), and a View opens at Floor().
+func checkAfterTrimming(t *testing.T, s *revkv.Store[int], seen []observed) {
 
 	all := allEntries(s)
 	for i := 1; i < len(all); i++ {

@@ -13,7 +13,7 @@ import (
 // It takes only the key's read lock: a read never waits on writes to other
 // keys. The head is loaded under that lock, so the entry is exactly the key's
 // state at head.Rev; entries appended but not yet published are skipped.
-func (s *Store[V]) latest(key string) (revlog.Entry[V], mvcc.Stamp, bool) {
+func (s *state[V]) latest(key string) (revlog.Entry[V], mvcc.Stamp, bool) {
 	kl := s.lookup(key)
 	if kl == nil {
 		return revlog.Entry[V]{}, s.order.Head(), false
@@ -27,7 +27,7 @@ func (s *Store[V]) latest(key string) (revlog.Entry[V], mvcc.Stamp, bool) {
 
 // live is latest, judged at now: a value whose expiry time has come is
 // missing, whether or not its OpExpire entry was written yet.
-func (s *Store[V]) live(key string) (revlog.Entry[V], time.Time, bool) {
+func (s *state[V]) live(key string) (revlog.Entry[V], time.Time, bool) {
 	e, h, ok := s.latest(key)
 	if !ok || e.Op != revlog.Put {
 		return e, time.Time{}, false

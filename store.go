@@ -2,6 +2,7 @@ package revkv
 
 import (
 	"iter"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/revkv/revkv/mvcc"
 	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/trimmer"
 	"github.com/revkv/revkv/ttl"
 )
 
@@ -56,7 +58,15 @@ func entryOf[V any](key string, e *revlog.Entry[V]) Entry[V] {
 
 // Store is an in-memory multi-version key-value store. Every method is safe
 // for concurrent use. See the package documentation for the data model.
+//
+// Store is a handle: the data and the background goroutines live in state,
+// which never points back at the handle, so that a Store dropped without
+// Close can be collected and its goroutines stopped (see New).
 type Store[V any] struct {
+	*state[V]
+}
+
+type state[V any] struct {
 	opts  options
 	order *mvcc.Order // revisions and their times; readers load its head
 
@@ -77,9 +87,14 @@ type Store[V any] struct {
 	liveKeys   int                       // keys whose newest entry is an OpPut, expired or not
 	compactRev int64                     // the last Compact (or retention) revision
 	trimFloor  int64                     // highest oldest-remaining revision left by a count trim
+	slots      []*keyLog[V]              // the keys of index, in no order: the trimmer picks from it in O(1)
 	pins       map[int64]int             // revisions of open Views (and Scans) → how many
 	oldestPin  int64                     // smallest key of pins; math.MaxInt64 when none
 	closed     bool
+
+	stop      chan struct{}  // closed by shutdown: the background goroutines return
+	bg        sync.WaitGroup // the background goroutines
+	closeOnce sync.Once
 }
 
 // mark is a compaction: reads below rev, or before time, are ErrCompacted.
@@ -90,29 +105,52 @@ type mark struct {
 
 // keyLog is one key's place in the store.
 type keyLog[V any] struct {
-	key string
-	mu  sync.RWMutex // guards log against readers; writers also hold Store.mu
-	log revlog.Log[V]
+	key  string
+	mu   sync.RWMutex // guards log against readers; writers also hold Store.mu
+	log  revlog.Log[V]
+	slot int // index in state.slots; guarded by Store.mu
 }
 
 func lessKey[V any](a, b *keyLog[V]) bool { return a.key < b.key }
 
-// New returns an empty store. It panics, naming the option, if an option has
-// a negative value or WithClock is given nil.
+// New returns an empty store. It starts a goroutine only if an interval
+// option asks for one (WithExpiryInterval, WithTrimInterval); Close stops
+// them, and so does the garbage collector if the store is dropped without
+// Close. New panics, naming the option, if an option has a negative value or
+// WithClock is given nil.
 func New[V any](opts ...Option) *Store[V] {
 	o := build(opts)
-	return &Store[V]{
+	st := &state[V]{
 		opts:      o,
 		order:     mvcc.NewOrder(o.clock),
 		tree:      btree.NewG(32, lessKey[V]),
 		expiry:    ttl.New(),
 		pins:      make(map[int64]int),
 		oldestPin: noPin,
+		stop:      make(chan struct{}),
 	}
+	if d := o.expiryInterval; d > 0 {
+		st.bg.Add(1)
+		go st.expire(d)
+	}
+	if d := o.trimInterval; d > 0 {
+		t := trimmer.New[*keyLog[V]](trimTarget[V]{st}, trimmer.Config{Interval: d, Sample: o.trimSample}, nil)
+		st.bg.Add(1)
+		go func() {
+			defer st.bg.Done()
+			t.Run(st.stop)
+		}()
+	}
+	s := &Store[V]{st}
+	if o.expiryInterval > 0 || o.trimInterval > 0 {
+		// The goroutines hold st, never s: once s is unreachable, stop them.
+		runtime.AddCleanup(s, (*state[V]).shutdown, st)
+	}
+	return s
 }
 
 // lookup returns key's log, or nil. Lock-free.
-func (s *Store[V]) lookup(key string) *keyLog[V] {
+func (s *state[V]) lookup(key string) *keyLog[V] {
 	if v, ok := s.index.Load(key); ok {
 		return v.(*keyLog[V])
 	}
@@ -127,14 +165,23 @@ func (s *Store[V]) Rev() Revision { return Revision(s.order.Head().Rev) }
 // trim (WithMaxHistory). 0 while nothing was trimmed or compacted.
 func (s *Store[V]) Floor() Revision { return Revision(s.floor.Load()) }
 
-// Close marks the store closed: afterwards writes and Compact return
-// ErrClosed, PurgeExpired and Trim return 0, and reads still answer. It is
-// idempotent and always returns nil.
+// Close stops the background goroutines and waits for them, and marks the
+// store closed: afterwards writes and Compact return ErrClosed, PurgeExpired
+// and Trim return 0, and reads still answer. It is idempotent and always
+// returns nil.
 func (s *Store[V]) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
+	s.shutdown()
 	return nil
+}
+
+func (s *state[V]) shutdown() {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		close(s.stop)
+		s.bg.Wait()
+	})
 }
 
 // Scan yields the live keys with the given prefix and their values, in

@@ -3,6 +3,7 @@ package revkv
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/google/btree"
 
@@ -14,13 +15,47 @@ const noPin = math.MaxInt64 // oldestPin when no view is open
 // PurgeExpired writes an OpExpire entry for every expiry due by now and
 // returns how many. It costs O(expired × log n), whatever the number of keys
 // with a TTL. After Close it returns 0.
-func (s *Store[V]) PurgeExpired() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return 0
+func (s *Store[V]) PurgeExpired() int { return s.purge() }
+
+// expiryBatch is how many expiries purge writes per hold of the write lock.
+// One costs about a microsecond (a btree delete, an append, a publish), so a
+// batch holds writers and Len back for a few hundred microseconds at most,
+// and a burst of a million expiries lets other writes in between batches
+// (SNKV purges 256 per transaction for the same reason).
+const expiryBatch = 256
+
+// purge materialises every expiry due, expiryBatch at a time, and returns how
+// many. It is PurgeExpired and each tick of the expirer.
+func (s *state[V]) purge() int {
+	total := 0
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return total
+		}
+		n := s.materializeLocked(s.order.Now(s.order.Head()), expiryBatch)
+		s.mu.Unlock()
+		total += n
+		if n < expiryBatch {
+			return total
+		}
 	}
-	return s.materializeLocked(s.order.Now(s.order.Head()))
+}
+
+// expire is the expirer goroutine (WithExpiryInterval).
+func (s *state[V]) expire(every time.Duration) {
+	defer s.bg.Done()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			s.purge()
+		}
+	}
 }
 
 // Compact forgets history below rev for every key: afterwards GetAt below rev,
@@ -64,12 +99,7 @@ func (s *Store[V]) Trim() int {
 		s.mu.Unlock()
 		return 0
 	}
-	if d := s.opts.retention; d > 0 {
-		now := s.order.Now(s.order.Head())
-		if r, known := s.order.RevAt(now.Add(-d)); known && r > s.compactRev {
-			s.compactLocked(r)
-		}
-	}
+	s.retainLocked()
 	if s.compactRev == 0 && s.opts.maxHistory == 0 {
 		s.mu.Unlock()
 		return 0 // nothing can be over a cap
@@ -79,9 +109,49 @@ func (s *Store[V]) Trim() int {
 	return s.walk(keys, s.trimLocked)
 }
 
+// retainLocked applies WithRetention: it compacts at the last revision whose
+// time is <= now - d.
+func (s *state[V]) retainLocked() {
+	d := s.opts.retention
+	if d <= 0 {
+		return
+	}
+	now := s.order.Now(s.order.Head())
+	if r, known := s.order.RevAt(now.Add(-d)); known && r > s.compactRev {
+		s.compactLocked(r)
+	}
+}
+
+// trimTarget adapts the store to the trimmer goroutine.
+type trimTarget[V any] struct{ s *state[V] }
+
+// Slot returns the key in slot i mod len(slots). O(1).
+func (t trimTarget[V]) Slot(i uint64) (*keyLog[V], bool) {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.slots) == 0 {
+		return nil, false
+	}
+	return s.slots[i%uint64(len(s.slots))], true
+}
+
+// Trim applies retention and both caps to one key, under the write lock for
+// that key alone.
+func (t trimTarget[V]) Trim(kl *keyLog[V]) bool {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.retainLocked()
+	return s.trimLocked(kl) > 0
+}
+
 // walk calls f on every key of keys (a clone of the tree), under the write
 // lock for one key at a time, and sums what f returns.
-func (s *Store[V]) walk(keys *btree.BTreeG[*keyLog[V]], f func(*keyLog[V]) int) int {
+func (s *state[V]) walk(keys *btree.BTreeG[*keyLog[V]], f func(*keyLog[V]) int) int {
 	n := 0
 	keys.Ascend(func(kl *keyLog[V]) bool {
 		s.mu.Lock()
@@ -93,7 +163,7 @@ func (s *Store[V]) walk(keys *btree.BTreeG[*keyLog[V]], f func(*keyLog[V]) int) 
 }
 
 // trimLocked applies the compaction and the count cap to one key.
-func (s *Store[V]) trimLocked(kl *keyLog[V]) int {
+func (s *state[V]) trimLocked(kl *keyLog[V]) int {
 	n := s.cutLocked(kl)
 	if s.opts.maxHistory > 0 {
 		n += s.trimCountLocked(kl)
@@ -104,7 +174,7 @@ func (s *Store[V]) trimLocked(kl *keyLog[V]) int {
 // cutLocked drops kl's entries that neither the last compaction nor the
 // oldest open view needs, and removes the key if only a tombstone at or below
 // that point would remain.
-func (s *Store[V]) cutLocked(kl *keyLog[V]) int {
+func (s *state[V]) cutLocked(kl *keyLog[V]) int {
 	cut := min(s.compactRev, s.oldestPin)
 	last, ok := kl.log.Last()
 	if cut <= 0 || !ok {
@@ -116,6 +186,7 @@ func (s *Store[V]) cutLocked(kl *keyLog[V]) int {
 		// every revision from cut on.
 		s.index.Delete(kl.key)
 		s.tree.Delete(kl)
+		s.freeSlotLocked(kl)
 	}
 	kl.mu.Lock()
 	n, _ := kl.log.CutBefore(cut)
@@ -123,9 +194,17 @@ func (s *Store[V]) cutLocked(kl *keyLog[V]) int {
 	return n
 }
 
+// freeSlotLocked removes kl from slots by moving the last key into its place.
+func (s *state[V]) freeSlotLocked(kl *keyLog[V]) {
+	last := s.slots[len(s.slots)-1]
+	s.slots[kl.slot], last.slot = last, kl.slot
+	s.slots[len(s.slots)-1] = nil
+	s.slots = s.slots[:len(s.slots)-1]
+}
+
 // trimCountLocked cuts kl to its newest maxHistory entries (keeping what the
 // oldest open view needs) and raises the floor to its new oldest entry.
-func (s *Store[V]) trimCountLocked(kl *keyLog[V]) int {
+func (s *state[V]) trimCountLocked(kl *keyLog[V]) int {
 	kl.mu.Lock()
 	n := kl.log.TrimTo(s.opts.maxHistory, s.oldestPin)
 	lo := kl.log.Lo()
@@ -142,7 +221,7 @@ func (s *Store[V]) trimCountLocked(kl *keyLog[V]) int {
 // (without WithRetention that is Floor(), raised by count trims); then the
 // time of that oldest revision stands in for it, so time reads before it are
 // ErrCompacted: never a wrong answer, at worst one that was still known.
-func (s *Store[V]) compactLocked(rev int64) {
+func (s *state[V]) compactLocked(rev int64) {
 	t, ok := s.order.TimeOf(rev)
 	if !ok {
 		t, _ = s.order.TimeOf(s.order.Base())
@@ -155,7 +234,7 @@ func (s *Store[V]) compactLocked(rev int64) {
 // publishFloorLocked publishes Floor() and forgets the revision times no
 // longer needed: those below Floor(), or with WithRetention below the last
 // compaction (retention looks up revisions by time from there on).
-func (s *Store[V]) publishFloorLocked() {
+func (s *state[V]) publishFloorLocked() {
 	floor := max(s.compactRev, s.trimFloor)
 	s.floor.Store(floor)
 	keep := floor

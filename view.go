@@ -18,7 +18,7 @@ import (
 // Close, so its reads never fail and never change. A View must not be used
 // after Close; its reads then return nothing.
 type View[V any] struct {
-	s   *Store[V]
+	s   *state[V]
 	rev int64 // 0: the empty state, which pins nothing
 
 	// t hides values whose ExpiresAt <= t. AsOf sets it; At leaves it zero,
@@ -69,7 +69,7 @@ func (s *Store[V]) AsOf(t time.Time) (*View[V], error) {
 }
 
 // openLocked returns a view at rev, pinned unless it is the empty state.
-func (s *Store[V]) openLocked(rev int64, t time.Time) *View[V] {
+func (s *state[V]) openLocked(rev int64, t time.Time) *View[V] {
 	if rev > 0 {
 		s.pins[rev]++
 		s.oldestPin = min(s.oldestPin, rev)

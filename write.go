@@ -2,6 +2,7 @@ package revkv
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/revkv/revkv/revlog"
@@ -122,7 +123,7 @@ func keepValue[V any](cur revlog.Entry[V], live bool) (revlog.Op, V, error) {
 // given the key's live entry (if any), and commits that as the next revision.
 // ttl > 0 gives the new entry ExpiresAt = now+ttl. An error from decide writes
 // nothing of its own.
-func (s *Store[V]) write(key string, d time.Duration, decide func(cur revlog.Entry[V], live bool) (revlog.Op, V, error)) (Revision, error) {
+func (s *state[V]) write(key string, d time.Duration, decide func(cur revlog.Entry[V], live bool) (revlog.Op, V, error)) (Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -137,7 +138,7 @@ func (s *Store[V]) write(key string, d time.Duration, decide func(cur revlog.Ent
 		}
 		expiresAt = at
 	}
-	s.materializeLocked(now)
+	s.materializeLocked(now, math.MaxInt)
 
 	kl := s.lookup(key)
 	var cur revlog.Entry[V]
@@ -162,13 +163,13 @@ func (s *Store[V]) write(key string, d time.Duration, decide func(cur revlog.Ent
 }
 
 // materializeLocked writes an OpExpire entry, at exactly its expiry time, for
-// every expiry due at now, in order of expiry time (ties: key order), and
-// returns how many. O(expired × log n).
-func (s *Store[V]) materializeLocked(now time.Time) int {
-	limit := ttl.Nanos(now)
+// every expiry due at now (at most limit of them), in order of expiry time
+// (ties: key order), and returns how many. O(expired × log n).
+func (s *state[V]) materializeLocked(now time.Time, limit int) int {
+	due := ttl.Nanos(now)
 	n := 0
-	for {
-		it, ok := s.expiry.PopDue(limit)
+	for n < limit {
+		it, ok := s.expiry.PopDue(due)
 		if !ok {
 			return n
 		}
@@ -177,17 +178,19 @@ func (s *Store[V]) materializeLocked(now time.Time) int {
 		s.commitLocked(kl, it.Key, revlog.Entry[V]{Op: revlog.Expire, Time: last.ExpiresAt})
 		n++
 	}
+	return n
 }
 
 // commitLocked appends e to key's log (creating it if kl is nil) as the next
 // revision, publishes that revision, and cuts the log back to the history cap
 // if the append took it over twice the cap. It returns the revision.
-func (s *Store[V]) commitLocked(kl *keyLog[V], key string, e revlog.Entry[V]) int64 {
+func (s *state[V]) commitLocked(kl *keyLog[V], key string, e revlog.Entry[V]) int64 {
 	wasLive := false
 	if kl == nil {
-		kl = &keyLog[V]{key: key}
+		kl = &keyLog[V]{key: key, slot: len(s.slots)}
 		s.index.Store(key, kl)
 		s.tree.ReplaceOrInsert(kl)
+		s.slots = append(s.slots, kl)
 	} else if last, ok := kl.log.Last(); ok {
 		wasLive = last.Op == revlog.Put
 	}
