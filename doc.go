@@ -22,7 +22,8 @@
 // by the expirer goroutine (WithExpiryInterval). Reads never write. Several
 // expiries are written in order of expiry time, ties in key order. A newer
 // write to the key cancels its pending expiry. So revision numbers are a pure
-// function of the calls made and the clock's answers.
+// function of the calls made and the clock's answers (with no background
+// goroutine running).
 //
 // History shrinks three ways: Compact(rev) for every key; WithRetention, a
 // rolling compaction applied by Trim; and WithMaxHistory, a per-key cap
@@ -30,6 +31,16 @@
 // they drop is answered with ErrCompacted, never a wrong value. Floor is the
 // lowest revision at which a View can open. Open Views (and running Scans)
 // pin their revision: nothing they need is dropped until they close.
+//
+// # Background goroutines
+//
+// New starts none unless asked. WithExpiryInterval starts the expirer, which
+// writes the expiries due every tick, in batches of 256 per hold of the write
+// lock. WithTrimInterval starts the trimmer, which sweeps and samples keys
+// (each in O(1)) and trims those over the caps, one key per hold of the write
+// lock, for at most a quarter of each tick. Close stops both and waits; a
+// Store dropped without Close has them stopped by runtime.AddCleanup. With
+// either running, revision numbers also depend on when they tick.
 //
 // # Concurrency
 //
