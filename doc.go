@@ -88,6 +88,30 @@
 //   - Compact at or below the last compaction, or at rev <= 0, is a no-op.
 //   - Any string is a key, the empty string included.
 //
+// # Edge inputs
+//
+// Every input gets a defined answer, never a panic, and a failed call
+// changes nothing already stored (TestHostileInput checks each line):
+//
+//	input                                    answer
+//	key "", 1 MiB long, or not UTF-8         an ordinary key; Scan orders keys byte-wise
+//	Scan prefix "" / matching nothing        every live key / an empty sequence
+//	GetAt, At: rev <= 0 (MinInt64 too)       not found / an empty View at revision 0, no error
+//	GetAt, At, Compact: rev > Rev()          ErrFutureRevision (math.MaxInt64 too)
+//	Compact: rev <= last compaction, <= 0    nil, a no-op
+//	GetAsOf, AsOf: t before revision 1       not found / an empty View (zero time.Time too)
+//	GetAsOf, AsOf: t after now               ErrFutureRevision (year 9999 too)
+//	PutTTL, Expire: ttl <= 0                 ErrInvalidTTL, nothing written
+//	PutTTL, Expire: expiry after 2262        ErrInvalidTTL (ttl math.MaxInt64 from today)
+//	PutTTL: ttl 1ns                          valid: gone from the next nanosecond of the clock
+//	a clock before 1678 or after 2262        writes work; every TTL is ErrInvalidTTL
+//	Trim, PurgeExpired on an empty store     0
+//	writes and Compact after Close           ErrClosed
+//	PurgeExpired, Trim after Close           0
+//	reads, At, AsOf, Views after Close       answer as before
+//	View methods after View.Close            zero, false, an empty sequence, 0
+//	negative option, nil clock               New panics naming the option
+//
 // # Errors
 //
 // Errors are the sentinels of errors.go, wrapped with the call and the key;

@@ -2,6 +2,7 @@ package revkv_test
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -28,7 +29,8 @@ func raceWrites() int {
 
 // hammerConfig paces a hammer.
 type hammerConfig struct {
-	writes int                  // per writer; the other goroutines run until the writers are done
+	writes int                  // per writer (-1: no limit); the others run until the writers are done
+	until  func() bool          // if set, every goroutine stops once it reports true
 	pause  func(rng *rand.Rand) // after every operation, if set (a fake sleep under synctest)
 	upkeep func(rng *rand.Rand) // one upkeep operation
 }
@@ -71,7 +73,7 @@ func hammer(t *testing.T, s *revkv.Store[int], cfg hammerConfig) (map[revkv.Revi
 	}
 	loop := func(seed int64, n int, f func(rng *rand.Rand)) {
 		rng := rand.New(rand.NewSource(seed))
-		for i := 0; i != n && !stop.Load(); i++ {
+		for i := 0; i != n && !stop.Load() && (cfg.until == nil || !cfg.until()); i++ {
 			f(rng)
 			if cfg.pause != nil {
 				cfg.pause(rng)
@@ -323,4 +325,119 @@ func checkAfterTrimming(t *testing.T, s *revkv.Store[int], seen []observed) {
 	require.NoError(t, err)
 	v.Close()
 	t.Logf("%d revisions, floor %d; %d GetAt answers rechecked, %d since compacted", s.Rev(), s.Floor(), len(seen)-compacted, compacted)
+}
+
+var soakFlag = flag.Duration("soak", 0, "run TestSoak this long (e.g. -soak=10m); 0: its short form")
+
+// TestSoak runs every operation, both background goroutines, views and
+// Compact together for a while (-soak=10m for the long form; a second
+// otherwise, skipped under -short), then checks SPEC §2 and §4.6 over the
+// whole run:
+//   - the revisions ever made are exactly 1..Rev(), each once, with no gaps,
+//     expiries included: a collector goroutine records every key's History,
+//     and Compact only goes below what it has recorded;
+//   - times never decrease along revisions, across keys;
+//   - an entry read twice (by two passes of the collector) is the same;
+//   - every revision a write returned holds that write's key;
+//   - every GetAt answer a reader saw is still the answer, or ErrCompacted;
+//   - the invariants of hammer, checked as it goes, and the store's Check.
+func TestSoak(t *testing.T) {
+	d := *soakFlag
+	if d == 0 {
+		if testing.Short() {
+			t.Skip("-short")
+		}
+		d = time.Second
+	}
+	s := revkv.New[int](revkv.WithExpiryInterval(time.Millisecond), revkv.WithTrimInterval(time.Millisecond))
+	defer s.Close()
+
+	var (
+		mu        sync.Mutex // guards collected
+		collected = map[revkv.Revision]revkv.Entry[int]{}
+		watermark atomic.Int64 // every revision <= watermark has been collected
+		clash     atomic.Value
+	)
+	collect := func() {
+		w := s.Rev()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range raceKeys {
+			for _, e := range s.History(k) {
+				if prev, ok := collected[e.Rev]; ok && prev != e {
+					clash.Store(fmt.Sprintf("revision %d read as %+v, then %+v", e.Rev, prev, e))
+				}
+				collected[e.Rev] = e
+			}
+		}
+		watermark.Store(int64(w))
+	}
+	deadline := time.Now().Add(d)
+	stopCollector := make(chan struct{})
+	collectorDone := make(chan struct{})
+	go func() {
+		defer close(collectorDone)
+		for {
+			select {
+			case <-stopCollector:
+				return
+			default:
+				collect()
+			}
+		}
+	}()
+
+	written, seen := hammer(t, s, hammerConfig{
+		writes: -1,
+		until:  func() bool { return time.Now().After(deadline) },
+		upkeep: func(rng *rand.Rand) {
+			switch rng.Intn(4) {
+			case 0:
+				s.PurgeExpired()
+			case 1:
+				s.Trim()
+			default:
+				if w := watermark.Load(); w > 0 {
+					require.NoError(t, s.Compact(revkv.Revision(w-rng.Int63n(min(w, 200)))))
+				}
+			}
+		},
+	})
+	close(stopCollector)
+	<-collectorDone
+	require.NoError(t, s.Close()) // the expirer stops: no revision after the last pass
+	collect()
+	if c := clash.Load(); c != nil {
+		t.Fatal(c)
+	}
+
+	require.Len(t, collected, int(s.Rev()), "every revision was seen")
+	var prev revkv.Entry[int]
+	for r := revkv.Revision(1); r <= s.Rev(); r++ {
+		e, ok := collected[r]
+		require.True(t, ok, "revision %d is missing: a gap", r)
+		require.False(t, e.Time.Before(prev.Time), "times never decrease: %+v then %+v", prev, e)
+		prev = e
+	}
+	for rev, k := range written {
+		require.Equal(t, k, collected[rev].Key, "revision %d", rev)
+	}
+	compacted := 0
+	for _, o := range seen {
+		v, ok, err := s.GetAt(o.key, o.rev)
+		if errors.Is(err, revkv.ErrCompacted) {
+			compacted++
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, [2]any{o.value, o.ok}, [2]any{v, ok}, "GetAt(%q, %d) is repeatable", o.key, o.rev)
+	}
+	expiries := 0
+	for _, e := range collected {
+		if e.Op == revkv.OpExpire {
+			expiries++
+		}
+	}
+	t.Logf("%v: %d revisions (%d expiries, %d returned by writes), floor %d; %d GetAt answers rechecked, %d since compacted",
+		d, s.Rev(), expiries, len(written), s.Floor(), len(seen)-compacted, compacted)
 }

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math"
 	"math/rand"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,10 @@ type hview struct {
 }
 
 func newHarness(t *testing.T, seed int64, maxHistory int, retention time.Duration) *harness {
+	return newHarnessRand(t, rand.New(rand.NewSource(seed)), maxHistory, retention)
+}
+
+func newHarnessRand(t *testing.T, rng *rand.Rand, maxHistory int, retention time.Duration) *harness {
 	clock := newClock(epoch)
 	opts := []revkv.Option{revkv.WithClock(clock.Now)}
 	if maxHistory > 0 {
@@ -87,7 +92,7 @@ func newHarness(t *testing.T, seed int64, maxHistory int, retention time.Duratio
 		opts = append(opts, revkv.WithRetention(retention))
 	}
 	return &harness{
-		t: t, rng: rand.New(rand.NewSource(seed)), clock: clock,
+		t: t, rng: rng, clock: clock,
 		s: revkv.New[int](opts...), m: newModel(clock, maxHistory, retention),
 	}
 }
@@ -104,14 +109,22 @@ func (h *harness) did(format string, args ...any) {
 	}
 }
 
+// eq and sameErr compare cheaply and call testify only on a mismatch: they
+// run hundreds of thousands of times, and t.Helper walks the stack.
 func (h *harness) eq(want, got any, what string) {
+	if reflect.DeepEqual(want, got) {
+		return
+	}
 	h.t.Helper()
 	require.Equal(h.t, want, got, "%s\n%s", what, h)
 }
 
 func (h *harness) sameErr(want, got error, what string) {
+	if sameErr(got, want) {
+		return
+	}
 	h.t.Helper()
-	require.True(h.t, sameErr(got, want), "%s: want error %v, got %v\n%s", what, want, got, h)
+	require.Fail(h.t, "wrong error", "%s: want error %v, got %v\n%s", what, want, got, h)
 }
 
 func (h *harness) key() string { return testKeys[h.rng.Intn(len(testKeys))] }
@@ -175,7 +188,6 @@ func (h *harness) when() time.Time {
 }
 
 func (h *harness) writeResult(what string, wantRev revkv.Revision, wantErr error, gotRev revkv.Revision, gotErr error) {
-	h.t.Helper()
 	h.did("%s → %d %v", what, wantRev, wantErr)
 	h.sameErr(wantErr, gotErr, what)
 	h.eq(wantRev, gotRev, what+": revision")
@@ -259,19 +271,23 @@ func (h *harness) step() {
 }
 
 func (h *harness) getAt(k string, r revkv.Revision) {
-	h.t.Helper()
-	what := fmt.Sprintf("GetAt(%q, %d)", k, r)
 	wv, wok, we := h.m.GetAt(k, r)
 	gv, gok, ge := h.s.GetAt(k, r)
+	if sameErr(ge, we) && wv == gv && wok == gok {
+		return
+	}
+	what := fmt.Sprintf("GetAt(%q, %d)", k, r)
 	h.sameErr(we, ge, what)
 	h.eq([2]any{wv, wok}, [2]any{gv, gok}, what)
 }
 
 func (h *harness) getAsOf(k string, at time.Time) {
-	h.t.Helper()
-	what := fmt.Sprintf("GetAsOf(%q, %v)", k, at)
 	wv, wok, we := h.m.GetAsOf(k, at)
 	gv, gok, ge := h.s.GetAsOf(k, at)
+	if sameErr(ge, we) && wv == gv && wok == gok {
+		return
+	}
+	what := fmt.Sprintf("GetAsOf(%q, %v)", k, at)
 	h.sameErr(we, ge, what)
 	h.eq([2]any{wv, wok}, [2]any{gv, gok}, what)
 }
@@ -357,7 +373,6 @@ func collect(seq iter.Seq2[string, int]) []kv {
 // check compares the whole visible state; full also sweeps GetAt over every
 // revision and GetAsOf over every revision's time, and every open view.
 func (h *harness) check(full bool) {
-	h.t.Helper()
 	require.NoError(h.t, h.s.Check(), "%s", h)
 	h.eq(revkv.Revision(h.m.rev()), h.s.Rev(), "Rev")
 	h.eq(revkv.Revision(h.m.floor()), h.s.Floor(), "Floor")
