@@ -1,0 +1,362 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jellydator/ttlcache/v3"
+	"github.com/maypok86/otter/v2"
+
+	"github.com/revkv/revkv"
+)
+
+const (
+	nKeys   = 1 << 20 // keys k0 … k1048575
+	hotKeys = 1000
+	mask    = 1<<16 - 1 // random sequences have 65,536 entries
+)
+
+var (
+	keys   = make([]string, nKeys)
+	values = make([][]byte, 1024) // 64-byte values, shared by every contender
+	seqKey = make([]int, mask+1)  // random key indices, drawn once
+	seqRev = make([]int64, mask+1)
+)
+
+func init() {
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	for i := range values {
+		values[i] = make([]byte, 64)
+		values[i][0] = byte(i)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range seqKey {
+		seqKey[i] = rng.IntN(nKeys)
+		seqRev[i] = 1 + rng.Int64N(hotKeys*hotKeys)
+	}
+}
+
+type contender struct {
+	name string
+	new  func() KV
+}
+
+var kvs = []contender{
+	{"revkv", func() KV { return newRevkv() }},
+	{"map", func() KV { return newBareMap() }},
+	{"versioned", func() KV { return newVersionedMap() }},
+	{"etcd", func() KV { return newEtcd() }},
+	{"badger", func() KV { return newBadger() }},
+	{"memdb", func() KV { return newMemdb() }},
+}
+
+// fixtures are loaded once per process and shared by every count.
+var (
+	fixMu    sync.Mutex // guards fixtures
+	fixtures = map[string]KV{}
+)
+
+func fixture(b *testing.B, kind string, c contender, load func(KV)) KV {
+	fixMu.Lock()
+	defer fixMu.Unlock()
+	id := kind + "/" + c.name
+	if s, ok := fixtures[id]; ok {
+		return s
+	}
+	b.StopTimer()
+	defer b.StartTimer()
+	s := c.new()
+	load(s)
+	fixtures[id] = s
+	return s
+}
+
+// loadAll writes every key twice: revision nKeys ends the first round.
+func loadAll(s KV) {
+	for round := range 2 {
+		for i, k := range keys {
+			s.Put(k, values[(i+round)%len(values)])
+		}
+	}
+}
+
+// loadHistory writes hotKeys keys hotKeys times: revision r is round
+// (r-1)/hotKeys of key (r-1)%hotKeys.
+func loadHistory(s KV) {
+	for round := range hotKeys {
+		for i := range hotKeys {
+			s.Put(keys[i], values[(i+round)%len(values)])
+		}
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	for _, c := range kvs {
+		b.Run("store="+c.name, func(b *testing.B) {
+			s := fixture(b, "all", c, loadAll)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, ok := s.Get(keys[seqKey[i&mask]]); !ok {
+					b.Fatal("missing")
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkGetParallel(b *testing.B) {
+	for _, c := range kvs {
+		b.Run("store="+c.name, func(b *testing.B) {
+			s := fixture(b, "all", c, loadAll)
+			var worker atomic.Int64
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(worker.Add(1)) * 7919
+				for pb.Next() {
+					if _, ok := s.Get(keys[seqKey[i&mask]]); !ok {
+						b.Error("missing")
+						return
+					}
+					i++
+				}
+			})
+		})
+	}
+}
+
+func benchPut(b *testing.B, n int) {
+	for _, c := range kvs {
+		b.Run("store="+c.name, func(b *testing.B) {
+			s := c.new()
+			defer s.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s.Put(keys[i%n], values[i&1023])
+			}
+		})
+	}
+}
+
+// BenchmarkPut writes cycling over 2^20 keys into a fresh store.
+func BenchmarkPut(b *testing.B) { benchPut(b, nKeys) }
+
+// BenchmarkUpdateHot writes cycling over 1,000 keys into a fresh store.
+func BenchmarkUpdateHot(b *testing.B) { benchPut(b, hotKeys) }
+
+func BenchmarkGetAt(b *testing.B) {
+	for _, c := range kvs {
+		if _, ok := c.new().(Versioned); !ok {
+			continue
+		}
+		b.Run("store="+c.name, func(b *testing.B) {
+			s := fixture(b, "history", c, loadHistory).(Versioned)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, ok := s.GetAt(keys[seqKey[i&mask]%hotKeys], seqRev[i&mask]); !ok && seqRev[i&mask] > hotKeys {
+					b.Fatal("missing")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkGetAsOf is GetAt by time: revkv alone answers it. Revision r was
+// written at start + r µs.
+func BenchmarkGetAsOf(b *testing.B) {
+	var tick atomic.Int64
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newRevkv(revkv.WithClock(func() time.Time { return start.Add(time.Duration(tick.Load()) * time.Microsecond) }))
+	for round := range hotKeys {
+		for i := range hotKeys {
+			tick.Add(1)
+			s.Put(keys[i], values[(i+round)%len(values)])
+		}
+	}
+	b.Run("store=revkv", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			at := start.Add(time.Duration(seqRev[i&mask]) * time.Microsecond)
+			if _, _, err := s.s.GetAsOf(keys[seqKey[i&mask]%hotKeys], at); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkScan reads the 1,111 keys under "k1000" (k1000, k10000…k10009,
+// …, k1000000…k1000999) out of 2^20, latest and at revision 2^20 (the end of
+// the first load round). ns/op is per key yielded.
+func BenchmarkScan(b *testing.B) {
+	for _, at := range []int64{0, nKeys} {
+		for _, c := range kvs {
+			sc, ok := c.new().(Scanner)
+			if !ok {
+				continue
+			}
+			if _, hist := sc.(Versioned); at != 0 && !hist {
+				continue
+			}
+			name := "latest"
+			if at != 0 {
+				name = "past"
+			}
+			b.Run(fmt.Sprintf("at=%s/store=%s", name, c.name), func(b *testing.B) {
+				s := fixture(b, "all", c, loadAll).(Scanner)
+				b.ResetTimer()
+				n := 0
+				for i := 0; i < b.N; i += n {
+					n = s.Scan("k1000", at, func(string, []byte) {})
+					if n != 1111 {
+						b.Fatalf("scan yielded %d keys", n)
+					}
+				}
+			})
+		}
+	}
+}
+
+// ---- TTL workloads ----
+
+type ttlContender struct {
+	name  string
+	put   func(key string, v []byte, ttl time.Duration)
+	purge func() int
+}
+
+// manual is a clock the benchmarks move by hand.
+type manual struct{ ns atomic.Int64 }
+
+func (m *manual) now() time.Time { return time.Unix(0, m.ns.Load()) }
+
+func ttlContenders(clock *manual) []ttlContender {
+	r := revkv.New[[]byte](revkv.WithClock(clock.now))
+	h := newHeapMap(clock.now)
+	tc := ttlcache.New[string, []byte](ttlcache.WithDisableTouchOnHit[string, []byte]())
+	oc := otter.Must(&otter.Options[string, []byte]{ExpiryCalculator: otter.ExpiryWriting[string, []byte](time.Hour)})
+	return []ttlContender{
+		{"revkv", func(k string, v []byte, d time.Duration) { r.PutTTL(k, v, d) }, r.PurgeExpired},
+		{"heapmap", h.PutTTL, h.PurgeExpired},
+		{"ttlcache", func(k string, v []byte, d time.Duration) { tc.Set(k, v, d) }, func() int { n := tc.Len(); tc.DeleteExpired(); return n - tc.Len() }},
+		{"otter", func(k string, v []byte, d time.Duration) { oc.Set(k, v); oc.SetExpiresAfter(k, d) }, nil},
+	}
+}
+
+func BenchmarkPutTTL(b *testing.B) {
+	for _, name := range []string{"revkv", "heapmap", "ttlcache", "otter"} {
+		b.Run("store="+name, func(b *testing.B) {
+			clock := &manual{}
+			clock.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+			var c ttlContender
+			for _, x := range ttlContenders(clock) {
+				if x.name == name {
+					c = x
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.put(keys[i&(nKeys-1)], values[i&1023], time.Hour)
+			}
+		})
+	}
+}
+
+// benchPurge loads 2^20 keys with a TTL, expires every hundredth (frac 100)
+// or all of them (frac 1), and times the purge; it reports ns per expired key.
+func benchPurge(b *testing.B, frac int) {
+	for _, name := range []string{"revkv", "heapmap", "ttlcache"} {
+		b.Run("store="+name, func(b *testing.B) {
+			var elapsed time.Duration
+			expired := 0
+			for range b.N {
+				b.StopTimer()
+				clock := &manual{}
+				clock.ns.Store(time.Now().UnixNano())
+				var c ttlContender
+				for _, x := range ttlContenders(clock) {
+					if x.name == name {
+						c = x
+					}
+				}
+				for i, k := range keys {
+					ttl := time.Hour
+					if i%frac == 0 {
+						ttl = time.Nanosecond
+					}
+					if name == "ttlcache" && ttl == time.Nanosecond {
+						ttl = time.Microsecond // judged by the real clock: expired by the purge below
+					}
+					c.put(k, values[i&1023], ttl)
+				}
+				clock.ns.Add(int64(time.Second))
+				time.Sleep(time.Millisecond)
+				runtime.GC()
+				b.StartTimer()
+				t0 := time.Now()
+				n := c.purge()
+				elapsed += time.Since(t0)
+				expired += n
+				if n != nKeys/frac+min(1, nKeys%frac) {
+					b.Fatalf("purged %d", n)
+				}
+			}
+			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(expired), "ns/expired")
+		})
+	}
+}
+
+func BenchmarkPurgeExpiredAll(b *testing.B)        { benchPurge(b, 1) }
+func BenchmarkPurgeExpiredOnePercent(b *testing.B) { benchPurge(b, 100) }
+
+// ---- memory ----
+
+func heapBytes() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkMemory reports the live heap per stored revision (B/rev) after
+// loading 1M distinct keys once each, and 1,000 keys 1,000 times each. The
+// values are shared, so it is the store's own cost.
+func BenchmarkMemory(b *testing.B) {
+	loads := []struct {
+		name string
+		load func(KV)
+	}{
+		{"distinct", func(s KV) {
+			for i := range 1_000_000 {
+				s.Put(keys[i], values[i&1023])
+			}
+		}},
+		{"history", loadHistory},
+	}
+	for _, l := range loads {
+		for _, c := range kvs {
+			if c.name == "etcd" || c.name == "badger" {
+				continue // their data lives off the Go heap
+			}
+			if _, hist := c.new().(Versioned); l.name == "history" && !hist {
+				continue
+			}
+			b.Run(fmt.Sprintf("load=%s/store=%s", l.name, c.name), func(b *testing.B) {
+				var per float64
+				for range b.N {
+					before := heapBytes()
+					s := c.new()
+					l.load(s)
+					per = float64(heapBytes()-before) / 1e6
+					runtime.KeepAlive(s)
+				}
+				b.ReportMetric(per, "B/rev")
+			})
+		}
+	}
+}

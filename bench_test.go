@@ -1,0 +1,176 @@
+package revkv_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/revkv/revkv"
+)
+
+// The in-package benchmarks of the hot paths; bench/ compares revkv with
+// other stores on the full-size workloads.
+
+const (
+	benchKeys = 1 << 16
+	benchMask = 1<<12 - 1
+)
+
+var (
+	benchNames = func() []string {
+		ks := make([]string, benchKeys)
+		for i := range ks {
+			ks[i] = fmt.Sprint("k", i)
+		}
+		return ks
+	}()
+	benchSeq = func() []int {
+		rng := rand.New(rand.NewPCG(1, 2))
+		s := make([]int, benchMask+1)
+		for i := range s {
+			s[i] = rng.IntN(benchKeys)
+		}
+		return s
+	}()
+	benchValue = make([]byte, 64)
+)
+
+func loadedStore(b *testing.B, opts ...revkv.Option) *revkv.Store[[]byte] {
+	s := revkv.New[[]byte](opts...)
+	b.Cleanup(func() { s.Close() })
+	for _, k := range benchNames {
+		if _, err := s.Put(k, benchValue); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
+func BenchmarkGet(b *testing.B) {
+	s := loadedStore(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, ok := s.Get(benchNames[benchSeq[i&benchMask]]); !ok {
+			b.Fatal("missing")
+		}
+	}
+}
+
+func BenchmarkGetParallel(b *testing.B) {
+	s := loadedStore(b)
+	var worker atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(worker.Add(1)) * 7919
+		for pb.Next() {
+			s.Get(benchNames[benchSeq[i&benchMask]])
+			i++
+		}
+	})
+}
+
+func BenchmarkPut(b *testing.B) {
+	s := revkv.New[[]byte]()
+	defer s.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.Put(benchNames[i&(benchKeys-1)], benchValue)
+	}
+}
+
+func BenchmarkPutMaxHistory(b *testing.B) {
+	s := revkv.New[[]byte](revkv.WithMaxHistory(8))
+	defer s.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.Put(benchNames[i&1023], benchValue)
+	}
+}
+
+func BenchmarkPutTTL(b *testing.B) {
+	s := revkv.New[[]byte]()
+	defer s.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.PutTTL(benchNames[i&(benchKeys-1)], benchValue, time.Hour)
+	}
+}
+
+// history: 1,000 keys written 100 times each, 1µs apart.
+func historyStore(b *testing.B) (*revkv.Store[[]byte], time.Time) {
+	var tick atomic.Int64
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := revkv.New[[]byte](revkv.WithClock(func() time.Time { return start.Add(time.Duration(tick.Load()) * time.Microsecond) }))
+	b.Cleanup(func() { s.Close() })
+	for range 100 {
+		for _, k := range benchNames[:1000] {
+			tick.Add(1)
+			s.Put(k, benchValue)
+		}
+	}
+	return s, start
+}
+
+func BenchmarkGetAt(b *testing.B) {
+	s, _ := historyStore(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := benchSeq[i&benchMask]
+		if _, _, err := s.GetAt(benchNames[r%1000], revkv.Revision(1+r%100_000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGetAsOf(b *testing.B) {
+	s, start := historyStore(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := benchSeq[i&benchMask]
+		if _, _, err := s.GetAsOf(benchNames[r%1000], start.Add(time.Duration(1+r%100_000)*time.Microsecond)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkScanStep is the cost of one key yielded by Scan (ns/op per key).
+func BenchmarkScanStep(b *testing.B) {
+	s := loadedStore(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for n < b.N {
+		for range s.Scan("") {
+			if n++; n == b.N {
+				break
+			}
+		}
+	}
+}
+
+// BenchmarkPurgeExpired writes b.N keys with a TTL, lets them all expire,
+// and times one PurgeExpired: ns/op is per expired key.
+func BenchmarkPurgeExpired(b *testing.B) {
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	s := revkv.New[[]byte](revkv.WithClock(func() time.Time { return time.Unix(0, clock.Load()) }))
+	defer s.Close()
+	for i := 0; i < b.N; i++ {
+		s.PutTTL(fmt.Sprint("k", i), benchValue, time.Second)
+	}
+	clock.Add(int64(2 * time.Second))
+	b.ReportAllocs()
+	b.ResetTimer()
+	if n := s.PurgeExpired(); n != b.N {
+		b.Fatalf("purged %d of %d", n, b.N)
+	}
+}
