@@ -2,6 +2,7 @@ package revkv
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/revkv/revkv/revlog"
 )
@@ -21,33 +22,28 @@ func (s *Store[V]) Check() error {
 	defer s.mu.Unlock()
 	h := s.order.Head()
 	inIndex := 0
-	var err error
-	s.index.Range(func(k, v any) bool {
+	for k, x := range s.index {
 		inIndex++
-		kl := v.(*keyLog[V])
-		if kl.key != k.(string) {
-			err = fmt.Errorf("index key %q holds log of %q", k, kl.key)
-			return false
+		kl := x.kl
+		if last, _ := kl.log.Last(); last == nil || !reflect.DeepEqual(indexedOf(kl, last), x) {
+			return fmt.Errorf("key %q: the index's copy of the newest entry is stale", k)
 		}
-		if !s.tree.Has(kl) {
-			err = fmt.Errorf("key %q in index, not in tree", kl.key)
-			return false
+		if kl.key != k {
+			return fmt.Errorf("index key %q holds log of %q", k, kl.key)
 		}
 		if got, _ := s.tree.Get(kl); got != kl {
-			err = fmt.Errorf("key %q: tree and index hold different logs", kl.key)
-			return false
+			return fmt.Errorf("key %q: the tree does not hold the indexed log", kl.key)
 		}
-		err = checkLog(kl.key, kl.log.Entries(), h.Rev)
-		return err == nil
-	})
-	if err != nil {
-		return err
+		if err := checkLog(kl.key, kl.log.Entries(), h.Rev); err != nil {
+			return err
+		}
 	}
+	var err error
 	if inIndex != s.tree.Len() || inIndex != len(s.slots) {
 		return fmt.Errorf("index holds %d keys, tree %d, slots %d", inIndex, s.tree.Len(), len(s.slots))
 	}
 	for i, kl := range s.slots {
-		if v, ok := s.index.Load(kl.key); !ok || v != kl || kl.slot != i {
+		if s.index[kl.key].kl != kl || kl.slot != i {
 			return fmt.Errorf("slot %d holds %q (slot %d), not the indexed log", i, kl.key, kl.slot)
 		}
 	}

@@ -9,51 +9,47 @@ import (
 	"github.com/revkv/revkv/ttl"
 )
 
-// latest returns key's newest published entry and the head it was read at.
-// It takes only the key's read lock: a read never waits on writes to other
-// keys. The head is loaded under that lock, so the entry is exactly the key's
-// state at head.Rev; entries appended but not yet published are skipped.
-func (s *state[V]) latest(key string) (revlog.Entry[V], mvcc.Stamp, bool) {
-	kl := s.lookup(key)
-	if kl == nil {
-		return revlog.Entry[V]{}, s.order.Head(), false
-	}
-	kl.mu.RLock()
+// latest returns key's slot and the head it was read at: one lookup under
+// the index's read lock, which writers hold only to swap a slot and publish
+// its revision, so the slot is exactly the key's state at head.Rev.
+func (s *state[V]) latest(key string) (indexed[V], mvcc.Stamp, bool) {
+	s.indexMu.RLock()
+	x, ok := s.index[key]
 	h := s.order.Head()
-	e, st := kl.log.At(h.Rev)
-	kl.mu.RUnlock()
-	return e, h, st == revlog.Found
+	s.indexMu.RUnlock()
+	return x, h, ok
 }
 
 // live is latest, judged at now: a value whose expiry time has come is
-// missing, whether or not its OpExpire entry was written yet.
-func (s *state[V]) live(key string) (revlog.Entry[V], time.Time, bool) {
-	e, h, ok := s.latest(key)
-	if !ok || e.Op != revlog.Put {
-		return e, time.Time{}, false
+// missing, whether or not its OpExpire entry was written yet. The clock is
+// read only for a value with a TTL.
+func (s *state[V]) live(key string) (indexed[V], time.Time, bool) {
+	x, h, ok := s.latest(key)
+	if !ok || x.op != revlog.Put {
+		return x, time.Time{}, false
 	}
-	if e.ExpiresAt.IsZero() {
-		return e, time.Time{}, true // no TTL: now is not needed, so the clock is not read
+	if x.expires == 0 {
+		return x, time.Time{}, true
 	}
 	now := s.order.Now(h)
-	return e, now, e.Live(now)
+	return x, now, x.live(now)
 }
 
 // Get returns key's live value. A missing, deleted or expired key is
-// (zero, false).
+// (zero, false). It costs one map lookup under a read lock.
 func (s *Store[V]) Get(key string) (V, bool) {
-	e, _, ok := s.live(key)
+	x, _, ok := s.live(key)
 	if !ok {
 		var zero V
 		return zero, false
 	}
-	return e.Value, true
+	return x.value, true
 }
 
 // GetEntry returns key's live entry (always an OpPut), with the revision and
 // time that wrote it and its expiry time, if any.
 func (s *Store[V]) GetEntry(key string) (Entry[V], bool) {
-	e, _, ok := s.live(key)
+	e, _, ok := s.liveEntry(key)
 	if !ok {
 		return Entry[V]{}, false
 	}
@@ -63,14 +59,35 @@ func (s *Store[V]) GetEntry(key string) (Entry[V], bool) {
 // TTL returns the time key has left (> 0). A missing, deleted or expired key
 // is ErrNotFound; a live key without a TTL is ErrNoTTL.
 func (s *Store[V]) TTL(key string) (time.Duration, error) {
-	e, now, ok := s.live(key)
+	e, now, ok := s.liveEntry(key)
 	switch {
 	case !ok:
 		return 0, fmt.Errorf("revkv: ttl of %q: %w", key, ErrNotFound)
 	case e.ExpiresAt.IsZero():
 		return 0, fmt.Errorf("revkv: ttl of %q: %w", key, ErrNoTTL)
 	}
+	if now.IsZero() {
+		now = s.order.Now(s.order.Head())
+	}
 	return e.ExpiresAt.Sub(now), nil
+}
+
+// liveEntry is live with the whole entry, read from the key's log. Should a
+// trim or compaction have moved the log past the slot in between, it reads
+// again.
+func (s *state[V]) liveEntry(key string) (revlog.Entry[V], time.Time, bool) {
+	for {
+		x, now, ok := s.live(key)
+		if !ok {
+			return revlog.Entry[V]{}, now, false
+		}
+		x.kl.mu.RLock()
+		e, st := x.kl.log.At(x.rev)
+		x.kl.mu.RUnlock()
+		if st == revlog.Found && e.Rev == x.rev {
+			return e, now, true
+		}
+	}
 }
 
 // Len returns the number of live keys. O(log n + keys expired but not yet

@@ -70,9 +70,14 @@ type state[V any] struct {
 	opts  options
 	order *mvcc.Order // revisions and their times; readers load its head
 
-	// index maps each key to its log, for point lookups that never touch the
-	// tree. Keys are added and removed only under mu; readers load lock-free.
-	index sync.Map // string → *keyLog[V]
+	// index maps each key to its log and a copy of its newest entry, so that
+	// a read of the latest state is one map lookup, as in a bare map, and
+	// never touches the tree or the log. Writers change it under mu and,
+	// briefly, indexMu, and publish each revision while holding indexMu: a
+	// reader under indexMu's read lock sees every slot exactly as of the head
+	// it loads.
+	indexMu sync.RWMutex // guards index, and orders it with order's head
+	index   map[string]indexed[V]
 
 	compaction atomic.Pointer[mark] // the last Compact; nil before the first
 	floor      atomic.Int64         // max(compactRev, trimFloor): Floor()
@@ -103,6 +108,31 @@ type mark struct {
 	time time.Time
 }
 
+// indexed is a key's slot in the index: its log, and what a read of the
+// latest state needs of the log's newest entry (a log always keeps it). It is
+// kept small (56 bytes with a slice value) because the map's size decides how
+// many cache misses a lookup costs.
+type indexed[V any] struct {
+	kl      *keyLog[V]
+	value   V
+	rev     int64
+	expires int64 // ExpiresAt in Unix nanoseconds (always in range); 0: no TTL
+	op      revlog.Op
+}
+
+func indexedOf[V any](kl *keyLog[V], e *revlog.Entry[V]) indexed[V] {
+	x := indexed[V]{kl: kl, value: e.Value, rev: e.Rev, op: e.Op}
+	if !e.ExpiresAt.IsZero() {
+		x.expires = e.ExpiresAt.UnixNano()
+	}
+	return x
+}
+
+// live reports whether the slot holds a value not expired at now.
+func (x *indexed[V]) live(now time.Time) bool {
+	return x.op == revlog.Put && (x.expires == 0 || x.expires > ttl.Nanos(now))
+}
+
 // keyLog is one key's place in the store.
 type keyLog[V any] struct {
 	key  string
@@ -123,6 +153,7 @@ func New[V any](opts ...Option) *Store[V] {
 	st := &state[V]{
 		opts:      o,
 		order:     mvcc.NewOrder(o.clock),
+		index:     make(map[string]indexed[V]),
 		tree:      btree.NewG(32, lessKey[V]),
 		expiry:    ttl.New(),
 		pins:      make(map[int64]int),
@@ -149,12 +180,12 @@ func New[V any](opts ...Option) *Store[V] {
 	return s
 }
 
-// lookup returns key's log, or nil. Lock-free.
+// lookup returns key's log, or nil.
 func (s *state[V]) lookup(key string) *keyLog[V] {
-	if v, ok := s.index.Load(key); ok {
-		return v.(*keyLog[V])
-	}
-	return nil
+	s.indexMu.RLock()
+	x := s.index[key]
+	s.indexMu.RUnlock()
+	return x.kl
 }
 
 // Rev returns the latest revision: 0 before the first write.

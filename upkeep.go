@@ -184,7 +184,9 @@ func (s *state[V]) cutLocked(kl *keyLog[V]) int {
 		// Remove before emptying: a reader that still holds kl finds an
 		// empty log, which answers Absent, and that is the key's state at
 		// every revision from cut on.
-		s.index.Delete(kl.key)
+		s.indexMu.Lock()
+		delete(s.index, kl.key)
+		s.indexMu.Unlock()
 		s.tree.Delete(kl)
 		s.freeSlotLocked(kl)
 	}

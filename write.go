@@ -188,7 +188,6 @@ func (s *state[V]) commitLocked(kl *keyLog[V], key string, e revlog.Entry[V]) in
 	wasLive := false
 	if kl == nil {
 		kl = &keyLog[V]{key: key, slot: len(s.slots)}
-		s.index.Store(key, kl)
 		s.tree.ReplaceOrInsert(kl)
 		s.slots = append(s.slots, kl)
 	} else if last, ok := kl.log.Last(); ok {
@@ -198,7 +197,10 @@ func (s *state[V]) commitLocked(kl *keyLog[V], key string, e revlog.Entry[V]) in
 	kl.mu.Lock()
 	kl.log.Append(e)
 	kl.mu.Unlock()
+	s.indexMu.Lock()
+	s.index[key] = indexedOf(kl, &e)
 	s.order.Commit(e.Time) // readers see e from here on
+	s.indexMu.Unlock()
 
 	switch isLive := e.Op == revlog.Put; {
 	case isLive && !wasLive:
