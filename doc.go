@@ -46,12 +46,15 @@
 //
 // Every method is safe for concurrent use, and the store is linearizable.
 // Writes are serialised by one write lock (that is what gives revisions one
-// order). Each key's log has its own lock; a read of one key takes only that
-// lock and never waits on writes to other keys, and it reads the key's state
-// at the latest published revision, so no reader sees revision r before every
-// revision below r. Scan and Len take the write lock for a short step. Values
-// are stored as given and never copied: do not mutate a value after writing
-// or reading it.
+// order). A read of the latest state (Get, GetEntry, TTL) is one map lookup
+// under the index's read lock, which a write holds only to swap the key's
+// slot and publish its revision: the short global step after which every
+// reader sees the write, and before which none does. Reads of history
+// (GetAt, GetAsOf, History, Views) take the key's own log lock, which only
+// writes to that key hold. So a read never waits on a write to another key
+// beyond that step, and no reader sees revision r before every revision below
+// r. Scan and Len take the write lock for a short step. Values are stored as
+// given and never copied: do not mutate a value after writing or reading it.
 //
 // # Readings of the contract
 //
@@ -71,9 +74,9 @@
 //     View's revision and every entry after that revision (also when the key
 //     has no entry at or below it).
 //   - History lists the entries held in memory, oldest first: entries an open
-//     View needs are listed until the first Trim or Compact after it closes,
-//     which frees them. The ErrCompacted rules of GetAt and GetAsOf do not
-//     depend on views.
+//     View needs are listed until the first trim after it closes (Trim, the
+//     trimmer, or a Compact to a higher revision), which frees them. The
+//     ErrCompacted rules of GetAt and GetAsOf do not depend on views.
 //   - The store keeps revision times only from Floor on (with WithRetention,
 //     from the last compaction on), so memory stays flat under WithMaxHistory.
 //     A Compact at a revision below that, whose exact time is gone, uses the

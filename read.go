@@ -101,8 +101,8 @@ func (s *Store[V]) Len() int {
 
 // History returns key's retained entries, oldest first, tombstones (OpDelete,
 // OpExpire) included; nil for a key never written or wholly compacted away.
-// Entries an open View still needs are kept, and listed, until the next trim
-// after it closes.
+// Entries an open View still needs are kept, and listed, until the first trim
+// after it closes. It takes the key's log lock.
 func (s *Store[V]) History(key string) []Entry[V] {
 	kl := s.lookup(key)
 	if kl == nil {

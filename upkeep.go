@@ -61,8 +61,8 @@ func (s *state[V]) expire(every time.Duration) {
 // Compact forgets history below rev for every key: afterwards GetAt below rev,
 // GetAsOf before the time of rev, and At/AsOf below it return ErrCompacted.
 // The memory of entries not needed for reads at rev or later is freed before
-// it returns, except what open Views need (freed by the first Trim or Compact
-// after they close). A key whose only remaining entry would be a tombstone at
+// it returns, except what open Views need (freed by the first Trim, trimmer
+// pass or Compact to a higher revision after they close). A key whose only remaining entry would be a tombstone at
 // or below rev disappears. rev > Rev() is ErrFutureRevision; rev at or below
 // the last compaction is a no-op. It walks every key, taking the write lock
 // for one key at a time.
