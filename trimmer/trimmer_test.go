@@ -2,6 +2,7 @@ package trimmer
 
 import (
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,11 +12,14 @@ import (
 
 // over is a fake target: key i is over its cap while over[i].
 type over struct {
+	mu      sync.Mutex // guards over and sampled: the test reads them while Run trims
 	over    []bool
 	sampled int
 }
 
 func (o *over) Slot(i uint64) (int, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if len(o.over) == 0 {
 		return 0, false
 	}
@@ -24,12 +28,16 @@ func (o *over) Slot(i uint64) (int, bool) {
 }
 
 func (o *over) Trim(i int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	was := o.over[i]
 	o.over[i] = false
 	return was
 }
 
 func (o *over) left() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	n := 0
 	for _, b := range o.over {
 		if b {
