@@ -206,6 +206,22 @@ func hammer(t *testing.T, s *revkv.Store[int], cfg hammerConfig) (map[revkv.Revi
 	return written, seen
 }
 
+// recheck asks again every GetAt a reader saw: each answer must be the same,
+// or ErrCompacted once its history is gone (SPEC §4.6). It returns how many
+// were compacted.
+func recheck(t *testing.T, s *revkv.Store[int], seen []observed) (compacted int) {
+	for _, o := range seen {
+		v, ok, err := s.GetAt(o.key, o.rev)
+		if errors.Is(err, revkv.ErrCompacted) {
+			compacted++
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, [2]any{o.value, o.ok}, [2]any{v, ok}, "GetAt(%q, %d) is repeatable", o.key, o.rev)
+	}
+	return compacted
+}
+
 // viewState is everything a view answers, flattened for comparison.
 func viewState(v *revkv.View[int]) []string {
 	var out []string
@@ -263,11 +279,7 @@ func TestRaceNoGaps(t *testing.T) {
 	for rev, k := range written {
 		require.Equal(t, k, all[rev-1].Key, "revision %d", rev)
 	}
-	for _, o := range seen {
-		v, ok, err := s.GetAt(o.key, o.rev)
-		require.NoError(t, err)
-		require.Equal(t, [2]any{o.value, o.ok}, [2]any{v, ok}, "GetAt(%q, %d) is repeatable", o.key, o.rev)
-	}
+	require.Zero(t, recheck(t, s, seen), "nothing was trimmed")
 	t.Logf("%d revisions, %d GetAt answers rechecked", s.Rev(), len(seen))
 }
 
@@ -304,22 +316,12 @@ func upkeepOf(t *testing.T, s *revkv.Store[int]) func(rng *rand.Rand) {
 //   - every GetAt answer a reader saw is still the answer, or ErrCompacted;
 //   - Floor() <= Rev(), and a View opens at Floor().
 func checkAfterTrimming(t *testing.T, s *revkv.Store[int], seen []observed) {
-
 	all := allEntries(s)
 	for i := 1; i < len(all); i++ {
 		require.Less(t, all[i-1].Rev, all[i].Rev)
 		require.False(t, all[i].Time.Before(all[i-1].Time), "times never decrease across keys")
 	}
-	compacted := 0
-	for _, o := range seen {
-		v, ok, err := s.GetAt(o.key, o.rev)
-		if errors.Is(err, revkv.ErrCompacted) {
-			compacted++
-			continue
-		}
-		require.NoError(t, err)
-		require.Equal(t, [2]any{o.value, o.ok}, [2]any{v, ok}, "GetAt(%q, %d) is repeatable", o.key, o.rev)
-	}
+	compacted := recheck(t, s, seen)
 	require.LessOrEqual(t, s.Floor(), s.Rev())
 	v, err := s.At(s.Floor())
 	require.NoError(t, err)
@@ -422,16 +424,7 @@ func TestSoak(t *testing.T) {
 	for rev, k := range written {
 		require.Equal(t, k, collected[rev].Key, "revision %d", rev)
 	}
-	compacted := 0
-	for _, o := range seen {
-		v, ok, err := s.GetAt(o.key, o.rev)
-		if errors.Is(err, revkv.ErrCompacted) {
-			compacted++
-			continue
-		}
-		require.NoError(t, err)
-		require.Equal(t, [2]any{o.value, o.ok}, [2]any{v, ok}, "GetAt(%q, %d) is repeatable", o.key, o.rev)
-	}
+	compacted := recheck(t, s, seen)
 	expiries := 0
 	for _, e := range collected {
 		if e.Op == revkv.OpExpire {

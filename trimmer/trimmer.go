@@ -78,9 +78,9 @@ type Stats struct {
 	Sampled, Trimmed int
 }
 
-// Tick first sweeps the next Sample slots in order, so that without churn
-// every key is visited within ceil(n/Sample) ticks, whatever the luck of the
-// draw. Then it samples Sample keys at random and trims them; while more than
+// Tick first sweeps the next Sample slots in order, so that while no key is
+// removed (a removal moves the last key into the freed slot) every key is
+// visited within ceil(n/Sample) ticks, whatever the luck of the draw. Then it samples Sample keys at random and trims them; while more than
 // a quarter of a sample needed work, it samples again at once, until the
 // budget or the rounds run out.
 func (t *Trimmer[K]) Tick() Stats {
