@@ -180,6 +180,10 @@ func New[V any](opts ...Option) *Store[V] {
 	return s
 }
 
+// lookupLocked returns key's log, or nil, for a caller holding mu: only
+// holders of mu change the index, so they read it without indexMu.
+func (s *state[V]) lookupLocked(key string) *keyLog[V] { return s.index[key].kl }
+
 // lookup returns key's log, or nil.
 func (s *state[V]) lookup(key string) *keyLog[V] {
 	s.indexMu.RLock()

@@ -140,7 +140,7 @@ func (s *state[V]) write(key string, d time.Duration, decide func(cur revlog.Ent
 	}
 	s.materializeLocked(now, math.MaxInt)
 
-	kl := s.lookup(key)
+	kl := s.lookupLocked(key)
 	var cur revlog.Entry[V]
 	live := false
 	if kl != nil {
@@ -173,7 +173,7 @@ func (s *state[V]) materializeLocked(now time.Time, limit int) int {
 		if !ok {
 			return n
 		}
-		kl := s.lookup(it.Key)
+		kl := s.lookupLocked(it.Key)
 		last, _ := kl.log.Last() // an OpPut whose ExpiresAt is it.At: newer writes remove the item
 		s.commitLocked(kl, it.Key, revlog.Entry[V]{Op: revlog.Expire, Time: last.ExpiresAt})
 		n++
