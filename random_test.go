@@ -273,23 +273,23 @@ func (h *harness) step() {
 func (h *harness) getAt(k string, r revkv.Revision) {
 	wv, wok, we := h.m.GetAt(k, r)
 	gv, gok, ge := h.s.GetAt(k, r)
-	if sameErr(ge, we) && wv == gv && wok == gok {
-		return
-	}
-	what := fmt.Sprintf("GetAt(%q, %d)", k, r)
-	h.sameErr(we, ge, what)
-	h.eq([2]any{wv, wok}, [2]any{gv, gok}, what)
+	h.sameRead(func() string { return fmt.Sprintf("GetAt(%q, %d)", k, r) }, wv, wok, we, gv, gok, ge)
 }
 
 func (h *harness) getAsOf(k string, at time.Time) {
 	wv, wok, we := h.m.GetAsOf(k, at)
 	gv, gok, ge := h.s.GetAsOf(k, at)
+	h.sameRead(func() string { return fmt.Sprintf("GetAsOf(%q, %v)", k, at) }, wv, wok, we, gv, gok, ge)
+}
+
+// sameRead compares a read of the past by the model (w) and the store (g);
+// what names the read, and is formatted only on a mismatch.
+func (h *harness) sameRead(what func() string, wv int, wok bool, we error, gv int, gok bool, ge error) {
 	if sameErr(ge, we) && wv == gv && wok == gok {
 		return
 	}
-	what := fmt.Sprintf("GetAsOf(%q, %v)", k, at)
-	h.sameErr(we, ge, what)
-	h.eq([2]any{wv, wok}, [2]any{gv, gok}, what)
+	h.sameErr(we, ge, what())
+	h.eq([2]any{wv, wok}, [2]any{gv, gok}, what())
 }
 
 func (h *harness) openView() {
