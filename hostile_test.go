@@ -126,6 +126,21 @@ func TestHostileInput(t *testing.T) {
 		require.Equal(t, keep, s.History("keep"), "failed calls changed nothing")
 	})
 
+	t.Run("expiry at exactly the Unix epoch", func(t *testing.T) {
+		// Unix nanoseconds 0 must not read as "no TTL".
+		c := newClock(time.Unix(-1, 0))
+		s := revkv.New[string](revkv.WithClock(c.Now))
+		_, err := s.PutTTL("k", "v", time.Second)
+		require.NoError(t, err)
+		_, err = s.TTL("k")
+		require.NoError(t, err)
+		c.Add(time.Second)
+		_, ok := s.Get("k")
+		require.False(t, ok, "expired at 1970-01-01T00:00:00Z")
+		_, err = s.TTL("k")
+		require.ErrorIs(t, err, revkv.ErrNotFound)
+	})
+
 	t.Run("clock at the edges", func(t *testing.T) {
 		for _, at := range []time.Time{{}, time.Unix(0, math.MinInt64).Add(-time.Hour), time.Date(5000, 1, 1, 0, 0, 0, 0, time.UTC)} {
 			s := revkv.New[string](revkv.WithClock(func() time.Time { return at }))

@@ -4,41 +4,52 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/revkv/revkv/mvcc"
 	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/ttl"
 )
 
-// latest returns key's slot and the head it was read at: one lookup under
-// the index's read lock, which writers hold only to swap a slot and publish
-// its revision, so the slot is exactly the key's state at head.Rev.
-func (s *state[V]) latest(key string) (indexed[V], mvcc.Stamp, bool) {
+// live returns key's slot and whether it holds a value live now (see
+// alive), and the time it judged by.
+func (s *state[V]) live(key string) (indexed[V], time.Time, bool) {
 	s.indexMu.RLock()
 	x, ok := s.index[key]
-	h := s.order.Head()
 	s.indexMu.RUnlock()
-	return x, h, ok
-}
-
-// live is latest, judged at now: a value whose expiry time has come is
-// missing, whether or not its OpExpire entry was written yet. The clock is
-// read only for a value with a TTL.
-func (s *state[V]) live(key string) (indexed[V], time.Time, bool) {
-	x, h, ok := s.latest(key)
-	if !ok || x.op != revlog.Put {
+	if !ok {
 		return x, time.Time{}, false
 	}
-	if x.expires == 0 {
-		return x, time.Time{}, true
+	now, ok := s.alive(x.deadline)
+	return x, now, ok
+}
+
+// alive reports whether a slot with the given deadline, just read from the
+// index, holds a live value now: a value whose expiry time has come is
+// missing, whether or not its OpExpire entry was written yet. The clock is
+// read only for a value with a TTL (now is zero otherwise), after the index's
+// lock was released: a head published since then can only move now later,
+// and every expiry due by that head's time was written before it, so the
+// answer is the one a read at some moment between the lookup and the return
+// would give.
+func (s *state[V]) alive(deadline int64) (now time.Time, ok bool) {
+	switch deadline {
+	case gone:
+		return time.Time{}, false
+	case never:
+		return time.Time{}, true
 	}
-	now := s.order.Now(h)
-	return x, now, x.live(now)
+	now = s.order.Now(s.order.Head())
+	return now, deadline > ttl.Nanos(now)
 }
 
 // Get returns key's live value. A missing, deleted or expired key is
-// (zero, false). It costs one map lookup under a read lock.
+// (zero, false). It costs one map lookup under a read lock, and reads only
+// the slot's value and deadline.
 func (s *Store[V]) Get(key string) (V, bool) {
-	x, _, ok := s.live(key)
+	s.indexMu.RLock()
+	x, ok := s.index[key]
+	s.indexMu.RUnlock()
+	if ok {
+		_, ok = s.alive(x.deadline)
+	}
 	if !ok {
 		var zero V
 		return zero, false

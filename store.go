@@ -2,6 +2,7 @@ package revkv
 
 import (
 	"iter"
+	"math"
 	"runtime"
 	"strconv"
 	"sync"
@@ -108,29 +109,35 @@ type mark struct {
 	time time.Time
 }
 
-// indexed is a key's slot in the index: its log, and what a read of the
-// latest state needs of the log's newest entry (a log always keeps it). It is
-// kept small (56 bytes with a slice value) because the map's size decides how
-// many cache misses a lookup costs.
+// indexed is a key's slot in the index: what a read of the latest state needs
+// of the log's newest entry (a log always keeps it), and the log. The fields a
+// Get reads come first, so that they share a cache line with the map's copy of
+// the key as often as the map's layout allows; the slot is 48 bytes with a
+// slice value.
 type indexed[V any] struct {
-	kl      *keyLog[V]
-	value   V
-	rev     int64
-	expires int64 // ExpiresAt in Unix nanoseconds (always in range); 0: no TTL
-	op      revlog.Op
+	value V
+	// deadline is when value stops being live, in Unix nanoseconds: never
+	// for a value without a TTL, gone for a tombstone (OpDelete, OpExpire),
+	// else its ExpiresAt, which ttl.ExpiryTime keeps strictly between the two.
+	deadline int64
+	rev      int64
+	kl       *keyLog[V]
 }
+
+const (
+	never = math.MaxInt64 // indexed.deadline of a value without a TTL
+	gone  = math.MinInt64 // indexed.deadline of a tombstone
+)
 
 func indexedOf[V any](kl *keyLog[V], e *revlog.Entry[V]) indexed[V] {
-	x := indexed[V]{kl: kl, value: e.Value, rev: e.Rev, op: e.Op}
-	if !e.ExpiresAt.IsZero() {
-		x.expires = e.ExpiresAt.UnixNano()
+	x := indexed[V]{value: e.Value, deadline: never, rev: e.Rev, kl: kl}
+	switch {
+	case e.Op != revlog.Put:
+		x.deadline = gone
+	case !e.ExpiresAt.IsZero():
+		x.deadline = e.ExpiresAt.UnixNano()
 	}
 	return x
-}
-
-// live reports whether the slot holds a value not expired at now.
-func (x *indexed[V]) live(now time.Time) bool {
-	return x.op == revlog.Put && (x.expires == 0 || x.expires > ttl.Nanos(now))
 }
 
 // keyLog is one key's place in the store.

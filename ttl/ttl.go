@@ -90,14 +90,16 @@ func Nanos(t time.Time) int64 {
 }
 
 // ExpiryTime returns now+d, or false when d <= 0 or the result falls outside
-// what Unix nanoseconds can hold (years 1678 to 2262). The lowest value is
-// excluded too, so no item is ever at math.MinInt64, where Nanos saturates.
+// what Unix nanoseconds can hold (years 1678 to 2262). The lowest and highest
+// values are excluded too, so no item is ever at math.MinInt64 or
+// math.MaxInt64, where Nanos saturates (and which the store uses to mean
+// "deleted" and "no TTL").
 func ExpiryTime(now time.Time, d time.Duration) (time.Time, bool) {
 	if d <= 0 {
 		return time.Time{}, false
 	}
 	at := now.Add(d)
-	if !at.After(now) || !at.After(minTime) || at.After(maxTime) {
+	if !at.After(now) || !at.After(minTime) || !at.Before(maxTime) {
 		return time.Time{}, false
 	}
 	return at, true

@@ -63,8 +63,10 @@ func TestExpiryTime(t *testing.T) {
 		{"zero", now, 0, false},
 		{"negative", now, -time.Second, false},
 		{"past 2262", now, math.MaxInt64, false},
-		{"just inside", time.Unix(0, math.MaxInt64-10), 10, true},
+		{"just inside", time.Unix(0, math.MaxInt64-10), 9, true},
+		{"to exactly the highest", time.Unix(0, math.MaxInt64-10), 10, false},
 		{"just outside", time.Unix(0, math.MaxInt64-10), 11, false},
+		{"to exactly the Unix epoch", time.Unix(-1, 0), time.Second, true},
 		{"from before 1678", time.Unix(0, math.MinInt64).Add(-time.Hour), time.Minute, false},
 		{"to just after 1678", time.Unix(0, math.MinInt64).Add(-time.Minute), time.Minute + 1, true},
 		{"to exactly the lowest", time.Unix(0, math.MinInt64).Add(-time.Minute), time.Minute, false},
@@ -74,6 +76,7 @@ func TestExpiryTime(t *testing.T) {
 		if ok {
 			require.Equal(t, tc.now.Add(tc.d), at, tc.name)
 			require.Greater(t, Nanos(at), int64(math.MinInt64), tc.name)
+			require.Less(t, Nanos(at), int64(math.MaxInt64), tc.name)
 		}
 	}
 }
