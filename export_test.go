@@ -54,15 +54,15 @@ func (s *Store[V]) Check() error {
 			return true
 		}
 		live++
-		if !last.ExpiresAt.IsZero() {
+		if last.HasTTL {
 			withTTL++
-			if !s.expiry.Remove(kl.key, last.ExpiresAt.UnixNano()) {
-				err = fmt.Errorf("key %q: expiry at %v missing from the index", kl.key, last.ExpiresAt)
+			if !s.expiry.Remove(kl.key, last.Expires) {
+				err = fmt.Errorf("key %q: expiry at %v missing from the index", kl.key, last.ExpiresAt())
 				return false
 			}
-			s.expiry.Add(kl.key, last.ExpiresAt.UnixNano())
-			if !last.ExpiresAt.After(h.Time) {
-				err = fmt.Errorf("key %q: expiry at %v not after the head's time %v", kl.key, last.ExpiresAt, h.Time)
+			s.expiry.Add(kl.key, last.Expires)
+			if !last.ExpiresAt().After(h.Time) || last.ExpiresAt().UnixNano() != last.Expires {
+				err = fmt.Errorf("key %q: expiry at %v not after the head's time %v", kl.key, last.ExpiresAt(), h.Time)
 				return false
 			}
 		}
@@ -90,7 +90,7 @@ func checkLog[V any](key string, es []revlog.Entry[V], head int64) error {
 		if e.Rev > head {
 			return fmt.Errorf("key %q: entry at %d above head %d", key, e.Rev, head)
 		}
-		if e.Op != revlog.Put && (!e.ExpiresAt.IsZero() || e.Op > revlog.Expire) {
+		if e.Op != revlog.Put && (e.HasTTL || e.Op > revlog.Expire) {
 			return fmt.Errorf("key %q: bad tombstone at %d", key, e.Rev)
 		}
 		if i > 0 && (e.Rev <= es[i-1].Rev || e.Time.Before(es[i-1].Time)) {

@@ -74,13 +74,13 @@ func (s *Store[V]) TTL(key string) (time.Duration, error) {
 	switch {
 	case !ok:
 		return 0, fmt.Errorf("revkv: ttl of %q: %w", key, ErrNotFound)
-	case e.ExpiresAt.IsZero():
+	case !e.HasTTL:
 		return 0, fmt.Errorf("revkv: ttl of %q: %w", key, ErrNoTTL)
 	}
 	if now.IsZero() {
 		now = s.order.Now(s.order.Head())
 	}
-	return e.ExpiresAt.Sub(now), nil
+	return e.ExpiresAt().Sub(now), nil
 }
 
 // liveEntry is live with the whole entry, read from the key's log. Should a
@@ -183,7 +183,7 @@ func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && t.Before(m.time)) {
 		return zero, false, fmt.Errorf("revkv: get %q as of %v: %w", key, t, ErrCompacted)
 	}
-	if st != revlog.Found || !e.Live(t) {
+	if st != revlog.Found || !e.Live(ttl.Nanos(t)) {
 		return zero, false, nil
 	}
 	return e.Value, true, nil

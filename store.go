@@ -54,7 +54,7 @@ type Entry[V any] struct {
 }
 
 func entryOf[V any](key string, e *revlog.Entry[V]) Entry[V] {
-	return Entry[V]{Key: key, Op: Op(e.Op), Value: e.Value, Rev: Revision(e.Rev), Time: e.Time, ExpiresAt: e.ExpiresAt}
+	return Entry[V]{Key: key, Op: Op(e.Op), Value: e.Value, Rev: Revision(e.Rev), Time: e.Time, ExpiresAt: e.ExpiresAt()}
 }
 
 // Store is an in-memory multi-version key-value store. Every method is safe
@@ -134,8 +134,8 @@ func indexedOf[V any](kl *keyLog[V], e *revlog.Entry[V]) indexed[V] {
 	switch {
 	case e.Op != revlog.Put:
 		x.deadline = gone
-	case !e.ExpiresAt.IsZero():
-		x.deadline = e.ExpiresAt.UnixNano()
+	case e.HasTTL:
+		x.deadline = e.Expires
 	}
 	return x
 }

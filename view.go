@@ -11,6 +11,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/ttl"
 )
 
 // View is a consistent, read-only snapshot of every key at one revision. It
@@ -133,7 +134,7 @@ func (v *View[V]) at(kl *keyLog[V]) (revlog.Entry[V], bool) {
 	kl.mu.RLock()
 	e, st := kl.log.At(v.rev)
 	kl.mu.RUnlock()
-	return e, st == revlog.Found && e.Live(v.t)
+	return e, st == revlog.Found && e.Live(ttl.Nanos(v.t))
 }
 
 // Scan yields the keys with the given prefix that are live in the view, and

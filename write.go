@@ -100,7 +100,7 @@ func (s *Store[V]) Expire(key string, ttl time.Duration) (Revision, error) {
 // ErrNoTTL.
 func (s *Store[V]) Persist(key string) (Revision, error) {
 	rev, err := s.write(key, 0, func(cur revlog.Entry[V], live bool) (revlog.Op, V, error) {
-		if live && cur.ExpiresAt.IsZero() {
+		if live && !cur.HasTTL {
 			return 0, cur.Value, ErrNoTTL
 		}
 		return keepValue(cur, live)
@@ -130,13 +130,13 @@ func (s *state[V]) write(key string, d time.Duration, decide func(cur revlog.Ent
 		return 0, ErrClosed
 	}
 	now := s.order.Now(s.order.Head())
-	var expiresAt time.Time
+	e := revlog.Entry[V]{Time: now}
 	if d > 0 {
 		at, ok := ttl.ExpiryTime(now, d)
 		if !ok {
 			return 0, fmt.Errorf("expiry after %v: %w", now, ErrInvalidTTL)
 		}
-		expiresAt = at
+		e.Expires, e.HasTTL = at.UnixNano(), true
 	}
 	s.materializeLocked(now, math.MaxInt)
 
@@ -148,16 +148,16 @@ func (s *state[V]) write(key string, d time.Duration, decide func(cur revlog.Ent
 			cur, live = *last, true // not expired: every expiry due was materialised
 		}
 	}
-	op, value, err := decide(cur, live)
-	if err != nil {
+	var err error
+	if e.Op, e.Value, err = decide(cur, live); err != nil {
 		return 0, err
 	}
-	if live && !cur.ExpiresAt.IsZero() {
-		s.expiry.Remove(key, cur.ExpiresAt.UnixNano()) // the newer write cancels it
+	if live && cur.HasTTL {
+		s.expiry.Remove(key, cur.Expires) // the newer write cancels it
 	}
-	rev := s.commitLocked(kl, key, revlog.Entry[V]{Op: op, Value: value, Time: now, ExpiresAt: expiresAt})
-	if !expiresAt.IsZero() {
-		s.expiry.Add(key, expiresAt.UnixNano())
+	rev := s.commitLocked(kl, key, e)
+	if e.HasTTL {
+		s.expiry.Add(key, e.Expires)
 	}
 	return Revision(rev), nil
 }
@@ -175,7 +175,7 @@ func (s *state[V]) materializeLocked(now time.Time, limit int) int {
 		}
 		kl := s.lookupLocked(it.Key)
 		last, _ := kl.log.Last() // an OpPut whose ExpiresAt is it.At: newer writes remove the item
-		s.commitLocked(kl, it.Key, revlog.Entry[V]{Op: revlog.Expire, Time: last.ExpiresAt})
+		s.commitLocked(kl, it.Key, revlog.Entry[V]{Op: revlog.Expire, Time: last.ExpiresAt()})
 		n++
 	}
 	return n

@@ -23,7 +23,7 @@ type Stamp struct {
 // Invariants, with head = the last published Stamp:
 //   - revisions are 1, 2, 3, ... with no gaps; head.Rev is the latest;
 //   - times[i] is the time of revision base+i, and times never decrease;
-//   - head.Time == times[len(times)-1] whenever times is not empty.
+//   - head.Time is the instant times[len(times)-1] whenever times is not empty.
 //
 // Example: Commit(t1); Commit(t2); Commit(t3); Forget(3) →
 // base=3, times=[t3], head={3, t3}; TimeOf(2) is unknown, First() is t1.
@@ -34,9 +34,25 @@ type Order struct {
 	first atomic.Pointer[time.Time] // time of revision 1; nil before it
 
 	// Guarded by the caller's write lock.
-	base  int64       // revision of times[0]
-	times []time.Time // times of revisions base, base+1, ..., head.Rev
+	base  int64     // revision of times[0]
+	times []instant // times of revisions base, base+1, ..., head.Rev
 }
+
+// instant is a time.Time without its location: 16 bytes and no pointer, so
+// the timeline costs 8 bytes a revision less than a []time.Time and nothing
+// for the garbage collector to scan. The timeline needs only to order times
+// and to give one back for comparisons, where the location does not matter.
+// sec is t.Unix(), which with nsec holds every time a time.Time can.
+type instant struct {
+	sec  int64
+	nsec int32
+}
+
+func instantOf(t time.Time) instant { return instant{t.Unix(), int32(t.Nanosecond())} }
+
+func (i instant) time() time.Time { return time.Unix(i.sec, int64(i.nsec)).UTC() }
+
+func (i instant) after(j instant) bool { return i.sec > j.sec || (i.sec == j.sec && i.nsec > j.nsec) }
 
 // NewOrder returns an empty order reading the given clock.
 func NewOrder(clock func() time.Time) *Order {
@@ -83,7 +99,7 @@ func (o *Order) Commit(t time.Time) int64 {
 	if rev == 1 {
 		o.first.Store(&t)
 	}
-	o.times = append(o.times, t)
+	o.times = append(o.times, instantOf(t))
 	o.head.Store(&Stamp{Rev: rev, Time: t})
 	return rev
 }
@@ -91,13 +107,14 @@ func (o *Order) Commit(t time.Time) int64 {
 // Base returns the oldest revision whose time is still known.
 func (o *Order) Base() int64 { return o.base }
 
-// TimeOf returns the time of rev, if it is still known.
+// TimeOf returns the time of rev, if it is still known: the same instant as
+// the time committed, in UTC.
 func (o *Order) TimeOf(rev int64) (time.Time, bool) {
 	i := rev - o.base
 	if rev < 1 || i < 0 || i >= int64(len(o.times)) {
 		return time.Time{}, false
 	}
-	return o.times[i], true
+	return o.times[i].time(), true
 }
 
 // RevAt returns the last revision whose time is <= t: 0 if t is before the
@@ -107,7 +124,8 @@ func (o *Order) RevAt(t time.Time) (rev int64, known bool) {
 	if f, ok := o.First(); !ok || t.Before(f) {
 		return 0, true
 	}
-	n := sort.Search(len(o.times), func(i int) bool { return o.times[i].After(t) })
+	at := instantOf(t)
+	n := sort.Search(len(o.times), func(i int) bool { return o.times[i].after(at) })
 	if n == 0 { // t is before the time of base, which is above revision 1
 		return 0, false
 	}
@@ -128,6 +146,6 @@ func (o *Order) Forget(rev int64) {
 	o.times = o.times[drop:]
 	o.base = rev
 	if c := cap(o.times); c > 64 && len(o.times) < c/4 {
-		o.times = append(make([]time.Time, 0, 2*len(o.times)), o.times...)
+		o.times = append(make([]instant, 0, 2*len(o.times)), o.times...)
 	}
 }

@@ -81,3 +81,35 @@ func TestForgetGivesMemoryBack(t *testing.T) {
 	}
 	require.Less(t, cap(o.times), 200, "the times held stay proportional to those kept")
 }
+
+// The timeline keeps instants outside what Unix nanoseconds hold, and
+// orders them exactly; TimeOf gives the same instant back in UTC.
+func TestTimelineEdges(t *testing.T) {
+	loc := time.FixedZone("X", 3600)
+	times := []time.Time{
+		{},
+		time.Date(1000, 1, 1, 0, 0, 0, 0, loc),
+		time.Date(1000, 1, 1, 0, 0, 0, 1, loc),
+		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Unix(0, 0),
+		time.Date(5000, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	o := NewOrder(time.Now)
+	for _, tm := range times {
+		o.Commit(tm)
+	}
+	for i, tm := range times {
+		rev := int64(i + 1)
+		got, ok := o.TimeOf(rev)
+		require.True(t, ok)
+		require.True(t, tm.Equal(got), "TimeOf(%d) = %v, want %v", rev, got, tm)
+		require.Equal(t, time.UTC, got.Location())
+		r, known := o.RevAt(tm)
+		require.True(t, known)
+		require.Equal(t, rev, r, "RevAt(%v)", tm)
+		if i > 0 {
+			r, _ = o.RevAt(tm.Add(-1))
+			require.Equal(t, rev-1, r, "RevAt(%v - 1ns)", tm)
+		}
+	}
+}

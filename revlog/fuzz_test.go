@@ -60,7 +60,7 @@ func FuzzRevlog(f *testing.F) {
 				if e.Op != Put {
 					e.Value = 0
 				} else if arg%2 == 0 {
-					e.ExpiresAt = e.Time.Add(time.Second)
+					e.Expires, e.HasTTL = e.Time.Add(time.Second).UnixNano(), true
 				}
 				l.Append(e)
 				ref.all = append(ref.all, e)

@@ -1,6 +1,7 @@
 package revlog
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -193,10 +194,26 @@ func TestDropFrontFreesValues(t *testing.T) {
 
 func TestLive(t *testing.T) {
 	e := put(1, 1, "a")
-	require.True(t, e.Live(at(100)))
-	e.ExpiresAt = at(5)
-	require.True(t, e.Live(at(4)))
-	require.False(t, e.Live(at(5)), "expired from its expiry time on")
+	require.True(t, e.Live(at(100).UnixNano()))
+	require.True(t, e.Live(math.MinInt64), "no TTL: live at any time")
+	require.True(t, e.ExpiresAt().IsZero())
+	e.Expires, e.HasTTL = at(5).UnixNano(), true
+	require.True(t, e.Live(at(4).UnixNano()))
+	require.False(t, e.Live(at(5).UnixNano()), "expired from its expiry time on")
 	d := del(2, 1)
-	require.False(t, d.Live(at(0)))
+	require.False(t, d.Live(math.MinInt64))
+}
+
+// ExpiresAt gives back the instant stored, in Time's location.
+func TestExpiresAt(t *testing.T) {
+	for _, loc := range []*time.Location{time.UTC, time.Local, time.FixedZone("X", -7*3600)} {
+		now := time.Date(2026, 11, 21, 14, 2, 0, 5, loc)
+		want := now.Add(90 * time.Minute)
+		e := Entry[int]{Time: now, Op: Put, Expires: want.UnixNano(), HasTTL: true}
+		require.Equal(t, want, e.ExpiresAt(), "%v", loc)
+		require.Equal(t, want.Location(), e.ExpiresAt().Location())
+	}
+	epoch := Entry[int]{Time: time.Unix(-1, 0), Op: Put, Expires: 0, HasTTL: true}
+	require.True(t, epoch.ExpiresAt().Equal(time.Unix(0, 0)), "0 is a real expiry time when HasTTL")
+	require.False(t, epoch.Live(0))
 }
