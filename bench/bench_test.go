@@ -57,26 +57,53 @@ var kvs = []contender{
 	{"memdb", func() KV { return newMemdb() }},
 }
 
-// fixtures are loaded once per process and shared by every count.
+// fixtures are loaded once per process and shared by every count, one kind
+// at a time: loading another kind, or a benchmark that needs none
+// (dropFixtures), closes them. A benchmark that allocates would otherwise pay
+// for the garbage collector marking gigabytes of other stores' fixtures, and
+// pay in proportion to what it allocates, which is not what it measures.
 var (
-	fixMu    sync.Mutex // guards fixtures
+	fixMu    sync.Mutex // guards fixtures and fixKind
 	fixtures = map[string]KV{}
+	fixKind  string
 )
 
 func fixture(b *testing.B, kind string, c contender, load func(KV)) KV {
 	fixMu.Lock()
 	defer fixMu.Unlock()
-	id := kind + "/" + c.name
-	if s, ok := fixtures[id]; ok {
+	if s, ok := fixtures[c.name]; ok && fixKind == kind {
 		return s
 	}
 	b.StopTimer()
 	defer b.StartTimer()
+	if fixKind != kind {
+		dropFixturesLocked()
+		fixKind = kind
+	}
 	s := c.new()
 	load(s)
-	fixtures[id] = s
+	fixtures[c.name] = s
 	runtime.GC() // so the load's garbage is not collected during the timing
 	return s
+}
+
+// dropFixtures closes every fixture and collects them.
+func dropFixtures() {
+	fixMu.Lock()
+	defer fixMu.Unlock()
+	dropFixturesLocked()
+}
+
+func dropFixturesLocked() {
+	if len(fixtures) == 0 {
+		return
+	}
+	for name, s := range fixtures {
+		s.Close()
+		delete(fixtures, name)
+	}
+	fixKind = ""
+	runtime.GC()
 }
 
 // loadAll writes every key twice: revision nKeys ends the first round.
@@ -132,7 +159,40 @@ func BenchmarkGetParallel(b *testing.B) {
 	}
 }
 
+// BenchmarkScan reads the 1,111 keys under "k1000" (k1000, k10000…k10009,
+// …, k1000000…k1000999) out of 2^20, latest and at revision 2^20 (the end of
+// the first load round). ns/op is per key yielded.
+func BenchmarkScan(b *testing.B) {
+	for _, at := range []int64{0, nKeys} {
+		for _, c := range kvs {
+			sc, ok := c.new().(Scanner)
+			if !ok {
+				continue
+			}
+			if _, hist := sc.(Versioned); at != 0 && !hist {
+				continue
+			}
+			name := "latest"
+			if at != 0 {
+				name = "past"
+			}
+			b.Run(fmt.Sprintf("at=%s/store=%s", name, c.name), func(b *testing.B) {
+				s := fixture(b, "all", c, loadAll).(Scanner)
+				b.ResetTimer()
+				n := 0
+				for i := 0; i < b.N; i += n {
+					n = s.Scan("k1000", at, func(string, []byte) {})
+					if n != 1111 {
+						b.Fatalf("scan yielded %d keys", n)
+					}
+				}
+			})
+		}
+	}
+}
+
 func benchPut(b *testing.B, n int) {
+	dropFixtures()
 	for _, c := range kvs {
 		b.Run("store="+c.name, func(b *testing.B) {
 			s := c.new()
@@ -190,38 +250,6 @@ func BenchmarkGetAsOf(b *testing.B) {
 	})
 }
 
-// BenchmarkScan reads the 1,111 keys under "k1000" (k1000, k10000…k10009,
-// …, k1000000…k1000999) out of 2^20, latest and at revision 2^20 (the end of
-// the first load round). ns/op is per key yielded.
-func BenchmarkScan(b *testing.B) {
-	for _, at := range []int64{0, nKeys} {
-		for _, c := range kvs {
-			sc, ok := c.new().(Scanner)
-			if !ok {
-				continue
-			}
-			if _, hist := sc.(Versioned); at != 0 && !hist {
-				continue
-			}
-			name := "latest"
-			if at != 0 {
-				name = "past"
-			}
-			b.Run(fmt.Sprintf("at=%s/store=%s", name, c.name), func(b *testing.B) {
-				s := fixture(b, "all", c, loadAll).(Scanner)
-				b.ResetTimer()
-				n := 0
-				for i := 0; i < b.N; i += n {
-					n = s.Scan("k1000", at, func(string, []byte) {})
-					if n != 1111 {
-						b.Fatalf("scan yielded %d keys", n)
-					}
-				}
-			})
-		}
-	}
-}
-
 // ---- TTL workloads ----
 
 type ttlContender struct {
@@ -249,6 +277,7 @@ func ttlContenders(clock *manual) []ttlContender {
 }
 
 func BenchmarkPutTTL(b *testing.B) {
+	dropFixtures()
 	for _, name := range []string{"revkv", "heapmap", "ttlcache", "otter"} {
 		b.Run("store="+name, func(b *testing.B) {
 			clock := &manual{}
@@ -267,28 +296,29 @@ func BenchmarkPutTTL(b *testing.B) {
 	}
 }
 
-// benchPurge loads 2^20 keys with a one-hour TTL once; then each iteration
-// gives every frac-th key a TTL that runs out at once (all of them for frac 1,
-// 1% for frac 100), moves the clock a second on, and times the purge. It
-// reports ns per expired key.
+// benchPurge loads 2^20 keys with a one-hour TTL once per store; then each
+// iteration, untimed, gives every frac-th key a TTL that runs out at once (all
+// of them for frac 1, 1% for frac 100) and moves the clock a second on, and
+// the purge alone is timed. It reports ns per expired key.
 func benchPurge(b *testing.B, frac int) {
+	dropFixtures()
 	for _, name := range []string{"revkv", "heapmap", "ttlcache"} {
+		clock := &manual{}
+		clock.ns.Store(time.Now().UnixNano())
+		var c ttlContender
+		for _, x := range ttlContenders(clock) {
+			if x.name == name {
+				c = x
+			}
+		}
+		short := time.Nanosecond
+		if name == "ttlcache" {
+			short = time.Microsecond // judged by the real clock: run out by the purge below
+		}
+		for i, k := range keys {
+			c.put(k, values[i&1023], time.Hour)
+		}
 		b.Run("store="+name, func(b *testing.B) {
-			clock := &manual{}
-			clock.ns.Store(time.Now().UnixNano())
-			var c ttlContender
-			for _, x := range ttlContenders(clock) {
-				if x.name == name {
-					c = x
-				}
-			}
-			short := time.Nanosecond
-			if name == "ttlcache" {
-				short = time.Microsecond // judged by the real clock: run out by the purge below
-			}
-			for i, k := range keys {
-				c.put(k, values[i&1023], time.Hour)
-			}
 			var elapsed time.Duration
 			expired := 0
 			b.ResetTimer()
@@ -311,6 +341,8 @@ func benchPurge(b *testing.B, frac int) {
 			}
 			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(expired), "ns/expired")
 		})
+		c = ttlContender{} // let the store go before the next one loads
+		runtime.GC()
 	}
 }
 
@@ -331,6 +363,7 @@ func heapBytes() uint64 {
 // loading 1M distinct keys once each, and 1,000 keys 1,000 times each. The
 // values are shared, so it is the store's own cost.
 func BenchmarkMemory(b *testing.B) {
+	dropFixtures()
 	loads := []struct {
 		name string
 		load func(KV)
