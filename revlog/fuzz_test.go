@@ -127,6 +127,7 @@ func FuzzRevlog(f *testing.F) {
 				require.Equal(t, drop, got, "TrimTo(%d, %d)", n, pin)
 			}
 			require.Equal(t, len(ref.retained()), l.Len())
+			checkRevs(t, &l)
 			if l.Len() > 0 {
 				require.Equal(t, ref.retained(), l.Entries())
 			}

@@ -217,3 +217,45 @@ func TestExpiresAt(t *testing.T) {
 	require.True(t, epoch.ExpiresAt().Equal(time.Unix(0, 0)), "0 is a real expiry time when HasTTL")
 	require.False(t, epoch.Live(0))
 }
+
+// checkRevs asserts the revs invariant: nil, or every entry's Rev in order.
+func checkRevs[V any](t *testing.T, l *Log[V]) {
+	t.Helper()
+	if l.revs == nil {
+		require.Less(t, l.Len(), revsFrom, "a long log keeps revs")
+		return
+	}
+	require.Len(t, l.revs, l.Len())
+	for i, e := range l.Entries() {
+		require.Equal(t, e.Rev, l.revs[i], "revs[%d]", i)
+	}
+}
+
+// A long log searches revs; cuts and trims keep revs in step, drop it when
+// the log gets short, and build it again when it grows back.
+func TestRevsFollowEntries(t *testing.T) {
+	var l Log[string]
+	for i := range 100 {
+		l.Append(put(int64(3*i+1), i, "v"))
+		checkRevs(t, &l)
+	}
+	for r := int64(1); r <= 300; r++ {
+		e, st := l.At(r)
+		require.Equal(t, Found, st)
+		require.Equal(t, (r-1)/3*3+1, e.Rev, "At(%d)", r)
+	}
+	l.CutBefore(150) // keeps the entry at 148 and newer
+	checkRevs(t, &l)
+	e, _ := l.At(151)
+	require.Equal(t, int64(151), e.Rev)
+	l.TrimTo(5, 1000)
+	checkRevs(t, &l)
+	require.Nil(t, l.revs, "dropped when the log got short")
+	for i := range 20 {
+		l.Append(put(int64(400+i), 200, "w"))
+		checkRevs(t, &l)
+	}
+	require.NotNil(t, l.revs, "built again")
+	e, _ = l.At(410)
+	require.Equal(t, int64(410), e.Rev)
+}
