@@ -8,19 +8,6 @@ import (
 	"github.com/revkv/revkv/ttl"
 )
 
-// live returns key's slot and whether it holds a value live now (see
-// alive), and the time it judged by.
-func (s *state[V]) live(key string) (indexed[V], time.Time, bool) {
-	s.indexMu.RLock()
-	x, ok := s.index[key]
-	s.indexMu.RUnlock()
-	if !ok {
-		return x, time.Time{}, false
-	}
-	now, ok := s.alive(x.deadline)
-	return x, now, ok
-}
-
 // alive reports whether a slot with the given deadline, just read from the
 // index, holds a live value now: a value whose expiry time has come is
 // missing, whether or not its OpExpire entry was written yet. The clock is
@@ -41,8 +28,8 @@ func (s *state[V]) alive(deadline int64) (now time.Time, ok bool) {
 }
 
 // Get returns key's live value. A missing, deleted or expired key is
-// (zero, false). It costs one map lookup under a read lock, and reads only
-// the slot's value and deadline.
+// (zero, false). It costs one map lookup under a read lock; the clock is
+// read only for a value with a TTL.
 func (s *Store[V]) Get(key string) (V, bool) {
 	s.indexMu.RLock()
 	x, ok := s.index[key]
@@ -83,19 +70,28 @@ func (s *Store[V]) TTL(key string) (time.Duration, error) {
 	return e.ExpiresAt().Sub(now), nil
 }
 
-// liveEntry is live with the whole entry, read from the key's log. Should a
-// trim or compaction have moved the log past the slot in between, it reads
+// liveEntry returns key's live entry, read from the key's log at the head
+// loaded with the slot: the newest entry at or below that head is the slot's,
+// since later appends take higher revisions. Should a trim or compaction have
+// dropped it in between (the lookup answers Compacted or Absent), it reads
 // again.
 func (s *state[V]) liveEntry(key string) (revlog.Entry[V], time.Time, bool) {
 	for {
-		x, now, ok := s.live(key)
+		s.indexMu.RLock()
+		x, ok := s.index[key]
+		h := s.order.Head()
+		s.indexMu.RUnlock()
 		if !ok {
+			return revlog.Entry[V]{}, time.Time{}, false
+		}
+		now, live := s.alive(x.deadline)
+		if !live {
 			return revlog.Entry[V]{}, now, false
 		}
 		x.kl.mu.RLock()
-		e, st := x.kl.log.At(x.rev)
+		e, st := x.kl.log.At(h.Rev)
 		x.kl.mu.RUnlock()
-		if st == revlog.Found && e.Rev == x.rev {
+		if st == revlog.Found {
 			return e, now, true
 		}
 	}

@@ -112,15 +112,15 @@ type mark struct {
 // indexed is a key's slot in the index: what a read of the latest state needs
 // of the log's newest entry (a log always keeps it), and the log. The fields a
 // Get reads come first, so that they share a cache line with the map's copy of
-// the key as often as the map's layout allows; the slot is 48 bytes with a
-// slice value.
+// the key as often as the map's layout allows; the slot is 40 bytes with a
+// slice value. Its revision is not kept: it is the newest in the log at the
+// head loaded with the slot (see liveEntry).
 type indexed[V any] struct {
 	value V
 	// deadline is when value stops being live, in Unix nanoseconds: never
 	// for a value without a TTL, gone for a tombstone (OpDelete, OpExpire),
 	// else its ExpiresAt, which ttl.ExpiryTime keeps strictly between the two.
 	deadline int64
-	rev      int64
 	kl       *keyLog[V]
 }
 
@@ -130,7 +130,7 @@ const (
 )
 
 func indexedOf[V any](kl *keyLog[V], e *revlog.Entry[V]) indexed[V] {
-	x := indexed[V]{value: e.Value, deadline: never, rev: e.Rev, kl: kl}
+	x := indexed[V]{value: e.Value, deadline: never, kl: kl}
 	switch {
 	case e.Op != revlog.Put:
 		x.deadline = gone

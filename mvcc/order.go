@@ -34,9 +34,15 @@ type Order struct {
 	first atomic.Pointer[time.Time] // time of revision 1; nil before it
 
 	// Guarded by the caller's write lock.
-	base  int64     // revision of times[0]
-	times []instant // times of revisions base, base+1, ..., head.Rev
+	base   int64     // revision of times[0]
+	times  []instant // times of revisions base, base+1, ..., head.Rev
+	stamps []Stamp   // where the next heads are written; each is written once, then published
 }
+
+// stampBlock is how many heads one allocation holds. A published Stamp is
+// never written again, so readers may keep pointers into a block while the
+// writer fills the rest of it.
+const stampBlock = 128
 
 // instant is a time.Time without its location: 16 bytes and no pointer, so
 // the timeline costs 8 bytes a revision less than a []time.Time and nothing
@@ -100,7 +106,13 @@ func (o *Order) Commit(t time.Time) int64 {
 		o.first.Store(&t)
 	}
 	o.times = append(o.times, instantOf(t))
-	o.head.Store(&Stamp{Rev: rev, Time: t})
+	if len(o.stamps) == 0 {
+		o.stamps = make([]Stamp, stampBlock)
+	}
+	h := &o.stamps[0]
+	o.stamps = o.stamps[1:]
+	*h = Stamp{Rev: rev, Time: t}
+	o.head.Store(h)
 	return rev
 }
 
