@@ -110,11 +110,11 @@ type mark struct {
 }
 
 // indexed is a key's slot in the index: what a read of the latest state needs
-// of the log's newest entry (a log always keeps it), and the log. The fields a
-// Get reads come first, so that they share a cache line with the map's copy of
-// the key as often as the map's layout allows; the slot is 40 bytes with a
-// slice value. Its revision is not kept: it is the newest in the log at the
-// head loaded with the slot (see liveEntry).
+// of the log's newest entry (a log always keeps it), and the log. It is kept
+// small (40 bytes with a slice value; 56 with the map's copy of the key)
+// because a lookup copies all of it out of the map. Its revision is not kept:
+// it is the newest in the log at the head loaded with the slot (see
+// liveEntry).
 type indexed[V any] struct {
 	value V
 	// deadline is when value stops being live, in Unix nanoseconds: never

@@ -86,8 +86,8 @@ func fixture(b *testing.B, kind string, c contender, load func(KV)) KV {
 	fixtures[c.name] = s
 	// Collect the load's garbage and give its pages back to the OS now, so
 	// that neither the collector nor the background scavenger works on them
-	// during the timing (the first benchmark after a load measured up to 20%
-	// slower without this).
+	// during the timing (the first benchmark after a load measured 26% slower
+	// without this: 314 ns against 250 for the same lookup).
 	debug.FreeOSMemory()
 	return s
 }

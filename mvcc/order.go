@@ -48,7 +48,9 @@ const stampBlock = 128
 // the timeline costs 8 bytes a revision less than a []time.Time and nothing
 // for the garbage collector to scan. The timeline needs only to order times
 // and to give one back for comparisons, where the location does not matter.
-// sec is t.Unix(), which with nsec holds every time a time.Time can.
+// sec is t.Unix(), which with nsec holds every time a time.Time can; it
+// orders them exactly except within about 2,000 years of the lowest time a
+// time.Time holds (year -292 billion), where t.Unix() wraps around.
 type instant struct {
 	sec  int64
 	nsec int32
