@@ -3,6 +3,7 @@ package revkv_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,6 +92,45 @@ func BenchmarkPutMaxHistory(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		s.Put(benchNames[i&1023], benchValue)
 	}
+}
+
+// BenchmarkUpdateHot writes over 1,000 keys, so every write appends to a
+// long log: the cost of history itself.
+func BenchmarkUpdateHot(b *testing.B) {
+	s := revkv.New[[]byte]()
+	defer s.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.Put(benchNames[i%1000], benchValue)
+	}
+}
+
+// BenchmarkHistoryMemory reports the live heap per revision (B/rev) of 1,000
+// keys written 1,000 times each, the value shared: what the store itself keeps
+// per revision of history.
+func BenchmarkHistoryMemory(b *testing.B) {
+	var per float64
+	for range b.N {
+		before := liveHeap()
+		s := revkv.New[[]byte]()
+		for range 1000 {
+			for _, k := range benchNames[:1000] {
+				s.Put(k, benchValue)
+			}
+		}
+		per = float64(liveHeap()-before) / 1e6
+		runtime.KeepAlive(s)
+		s.Close()
+	}
+	b.ReportMetric(per, "B/rev")
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 func BenchmarkPutTTL(b *testing.B) {
