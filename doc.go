@@ -8,7 +8,13 @@
 // expiry. Revisions start at 1 and grow by exactly 1; Rev returns the latest.
 // Every revision has a time from the store's clock (WithClock); times never
 // decrease along revisions: if the clock goes back, the store keeps using its
-// last time. Times are stored without their monotonic clock reading.
+// last time. Times are stored without their monotonic clock reading, and
+// come back in the clock's location (Entry.Time; ExpiresAt and an expiry's
+// Time in the location of the write that set the TTL). A store numbers the
+// locations its clock uses, 2 bytes an entry instead of a pointer; a clock
+// that hands out more than 65,535 distinct *time.Location values (a new
+// time.FixedZone per call, say) gets its later ones' times back as the same
+// instants in UTC.
 //
 //	rev:   1          2          3            4          5
 //	time:  14:00      14:02      14:04        14:05      14:10

@@ -34,7 +34,7 @@ func (s *Store[V]) Check() error {
 		if got, _ := s.tree.Get(kl); got != kl {
 			return fmt.Errorf("key %q: the tree does not hold the indexed log", kl.key)
 		}
-		if err := checkLog(kl.key, kl.log.Entries(), h.Rev); err != nil {
+		if err := checkLog(kl.key, kl.log.Entries(), h.Rev, &s.zones); err != nil {
 			return err
 		}
 	}
@@ -57,12 +57,12 @@ func (s *Store[V]) Check() error {
 		if last.HasTTL {
 			withTTL++
 			if !s.expiry.Remove(kl.key, last.Expires) {
-				err = fmt.Errorf("key %q: expiry at %v missing from the index", kl.key, last.ExpiresAt())
+				err = fmt.Errorf("key %q: expiry at %v missing from the index", kl.key, last.ExpiresAt(&s.zones))
 				return false
 			}
 			s.expiry.Add(kl.key, last.Expires)
-			if !last.ExpiresAt().After(h.Time) || last.ExpiresAt().UnixNano() != last.Expires {
-				err = fmt.Errorf("key %q: expiry at %v not after the head's time %v", kl.key, last.ExpiresAt(), h.Time)
+			if !last.ExpiresAt(&s.zones).After(h.Time) || last.ExpiresAt(&s.zones).UnixNano() != last.Expires {
+				err = fmt.Errorf("key %q: expiry at %v not after the head's time %v", kl.key, last.ExpiresAt(&s.zones), h.Time)
 				return false
 			}
 		}
@@ -81,7 +81,7 @@ func (s *Store[V]) Check() error {
 	return nil
 }
 
-func checkLog[V any](key string, es []revlog.Entry[V], head int64) error {
+func checkLog[V any](key string, es []revlog.Entry[V], head int64, zones *revlog.Zones) error {
 	if len(es) == 0 {
 		return fmt.Errorf("key %q: empty log in the index", key)
 	}
@@ -93,9 +93,9 @@ func checkLog[V any](key string, es []revlog.Entry[V], head int64) error {
 		if e.Op != revlog.Put && (e.HasTTL || e.Op > revlog.Expire) {
 			return fmt.Errorf("key %q: bad tombstone at %d", key, e.Rev)
 		}
-		if i > 0 && (e.Rev <= es[i-1].Rev || e.Time.Before(es[i-1].Time)) {
+		if i > 0 && (e.Rev <= es[i-1].Rev || e.Time(zones).Before(es[i-1].Time(zones))) {
 			return fmt.Errorf("key %q: entry %d (rev %d, %v) out of order after rev %d, %v",
-				key, i, e.Rev, e.Time, es[i-1].Rev, es[i-1].Time)
+				key, i, e.Rev, e.Time(zones), es[i-1].Rev, es[i-1].Time(zones))
 		}
 	}
 	return nil

@@ -51,7 +51,7 @@ func (s *Store[V]) GetEntry(key string) (Entry[V], bool) {
 	if !ok {
 		return Entry[V]{}, false
 	}
-	return entryOf(key, &e), true
+	return entryOf(key, &e, &s.zones), true
 }
 
 // TTL returns the time key has left (> 0). A missing, deleted or expired key
@@ -67,7 +67,7 @@ func (s *Store[V]) TTL(key string) (time.Duration, error) {
 	if now.IsZero() {
 		now = s.order.Now(s.order.Head())
 	}
-	return e.ExpiresAt().Sub(now), nil
+	return e.ExpiresAt(&s.zones).Sub(now), nil
 }
 
 // liveEntry returns key's live entry, read from the key's log at the head
@@ -123,7 +123,7 @@ func (s *Store[V]) History(key string) []Entry[V] {
 		if out == nil {
 			out = make([]Entry[V], 0, len(es))
 		}
-		out = append(out, entryOf(key, &es[i]))
+		out = append(out, entryOf(key, &es[i], &s.zones))
 	}
 	return out
 }

@@ -53,8 +53,10 @@ type Entry[V any] struct {
 	ExpiresAt time.Time // zero: no TTL; always zero on OpDelete and OpExpire
 }
 
-func entryOf[V any](key string, e *revlog.Entry[V]) Entry[V] {
-	return Entry[V]{Key: key, Op: Op(e.Op), Value: e.Value, Rev: Revision(e.Rev), Time: e.Time, ExpiresAt: e.ExpiresAt()}
+// entryOf returns e as the public Entry of key, its times in their
+// locations from zones.
+func entryOf[V any](key string, e *revlog.Entry[V], zones *revlog.Zones) Entry[V] {
+	return Entry[V]{Key: key, Op: Op(e.Op), Value: e.Value, Rev: Revision(e.Rev), Time: e.Time(zones), ExpiresAt: e.ExpiresAt(zones)}
 }
 
 // Store is an in-memory multi-version key-value store. Every method is safe
@@ -69,7 +71,8 @@ type Store[V any] struct {
 
 type state[V any] struct {
 	opts  options
-	order *mvcc.Order // revisions and their times; readers load its head
+	order *mvcc.Order  // revisions and their times; readers load its head
+	zones revlog.Zones // the locations of the entries' times: numbered under mu, read by anyone
 
 	// index maps each key to its log and a copy of its newest entry, so that
 	// a read of the latest state is one map lookup, as in a bare map, and

@@ -292,6 +292,52 @@ func TestClockGoesBack(t *testing.T) {
 	require.NoError(t, err, "now is the later of the clock and the last revision")
 }
 
+// Entries give back the clock's times exactly, in the clock's location,
+// whichever it is and however often it changes; expiry entries and
+// ExpiresAt take the location of the write that set the TTL.
+func TestTimesKeepTheClocksLocation(t *testing.T) {
+	var i int
+	locs := []*time.Location{time.Local, time.UTC, time.FixedZone("A", 5*3600), time.FixedZone("B", -7*3600)}
+	var last time.Time
+	clock := func() time.Time {
+		i++
+		last = time.Date(2026, 11, 21, 14, 2, i, 123_456_789, time.UTC).In(locs[i%len(locs)])
+		return last
+	}
+	s := revkv.New[string](revkv.WithClock(clock))
+	defer s.Close()
+	var want []time.Time
+	for j := range 8 {
+		_, err := s.PutTTL("k", "v", time.Duration(j+1)*time.Hour)
+		require.NoError(t, err)
+		want = append(want, last)
+	}
+	for j, e := range s.History("k") {
+		require.Equal(t, want[j], e.Time, "entry %d", j)
+		require.Same(t, want[j].Location(), e.Time.Location(), "entry %d", j)
+		require.Equal(t, want[j].Add(time.Duration(j+1)*time.Hour), e.ExpiresAt, "entry %d", j)
+	}
+	e, ok := s.GetEntry("k")
+	require.True(t, ok)
+	require.Same(t, want[7].Location(), e.ExpiresAt.Location())
+
+	// A fresh clock location per call, for a short TTL that then expires.
+	s2 := revkv.New[string](revkv.WithClock(func() time.Time {
+		i++
+		return time.Date(2026, 11, 21, 15, 0, i, 0, time.UTC).In(time.FixedZone("fresh", i))
+	}))
+	defer s2.Close()
+	_, err := s2.PutTTL("k", "v", time.Second)
+	require.NoError(t, err)
+	ttlLoc := s2.History("k")[0].Time.Location()
+	require.Equal(t, 1, s2.PurgeExpired())
+	h := s2.History("k")
+	require.Len(t, h, 2)
+	require.Equal(t, revkv.OpExpire, h[1].Op)
+	require.Same(t, ttlLoc, h[1].Time.Location(), "an expiry is in the location of the write that set it")
+	require.True(t, h[1].Time.Equal(h[0].ExpiresAt))
+}
+
 func TestViewPinsHistory(t *testing.T) {
 	s, _ := newStore(t, revkv.WithMaxHistory(1))
 	_, err := s.Put("k", "old")

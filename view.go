@@ -114,7 +114,7 @@ func (v *View[V]) Entry(key string) (Entry[V], bool) {
 	if !ok {
 		return Entry[V]{}, false
 	}
-	return entryOf(key, &e), true
+	return entryOf(key, &e, &v.s.zones), true
 }
 
 func (v *View[V]) entry(key string) (revlog.Entry[V], bool) {

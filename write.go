@@ -130,7 +130,7 @@ func (s *state[V]) write(key string, d time.Duration, decide func(cur revlog.Ent
 		return 0, ErrClosed
 	}
 	now := s.order.Now(s.order.Head())
-	e := revlog.Entry[V]{Time: now}
+	var e revlog.Entry[V]
 	if d > 0 {
 		at, ok := ttl.ExpiryTime(now, d)
 		if !ok {
@@ -155,7 +155,7 @@ func (s *state[V]) write(key string, d time.Duration, decide func(cur revlog.Ent
 	if live && cur.HasTTL {
 		s.expiry.Remove(key, cur.Expires) // the newer write cancels it
 	}
-	rev := s.commitLocked(kl, key, e)
+	rev := s.commitLocked(kl, key, e, now)
 	if e.HasTTL {
 		s.expiry.Add(key, e.Expires)
 	}
@@ -175,16 +175,17 @@ func (s *state[V]) materializeLocked(now time.Time, limit int) int {
 		}
 		kl := s.lookupLocked(it.Key)
 		last, _ := kl.log.Last() // an OpPut whose ExpiresAt is it.At: newer writes remove the item
-		s.commitLocked(kl, it.Key, revlog.Entry[V]{Op: revlog.Expire, Time: last.ExpiresAt()})
+		s.commitLocked(kl, it.Key, revlog.Entry[V]{Op: revlog.Expire}, last.ExpiresAt(&s.zones))
 		n++
 	}
 	return n
 }
 
 // commitLocked appends e to key's log (creating it if kl is nil) as the next
-// revision, publishes that revision, and cuts the log back to the history cap
-// if the append took it over twice the cap. It returns the revision.
-func (s *state[V]) commitLocked(kl *keyLog[V], key string, e revlog.Entry[V]) int64 {
+// revision, at time t, publishes that revision, and cuts the log back to the
+// history cap if the append took it over twice the cap. It returns the
+// revision.
+func (s *state[V]) commitLocked(kl *keyLog[V], key string, e revlog.Entry[V], t time.Time) int64 {
 	wasLive := false
 	if kl == nil {
 		kl = &keyLog[V]{key: key, slot: len(s.slots)}
@@ -194,12 +195,13 @@ func (s *state[V]) commitLocked(kl *keyLog[V], key string, e revlog.Entry[V]) in
 		wasLive = last.Op == revlog.Put
 	}
 	e.Rev = s.order.Next()
+	e.SetTime(t, &s.zones)
 	kl.mu.Lock()
 	kl.log.Append(e)
 	kl.mu.Unlock()
 	s.indexMu.Lock()
 	s.index[key] = indexedOf(kl, &e)
-	s.order.Commit(e.Time) // readers see e from here on
+	s.order.Commit(t) // readers see e from here on
 	s.indexMu.Unlock()
 
 	switch isLive := e.Op == revlog.Put; {

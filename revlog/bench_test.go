@@ -9,7 +9,7 @@ func benchLog(n int) *Log[int] {
 	l := &Log[int]{}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range n {
-		l.Append(Entry[int]{Rev: int64(1 + 3*i), Time: t0.Add(time.Duration(i) * time.Millisecond), Op: Put, Value: i})
+		l.Append(entry(int64(1+3*i), t0.Add(time.Duration(i)*time.Millisecond), Put, i, nil))
 	}
 	return l
 }
@@ -50,9 +50,10 @@ func BenchmarkAsOf(b *testing.B) {
 func BenchmarkAppendTrim(b *testing.B) {
 	l := &Log[int]{}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sec, nsec := t0.Unix(), int32(t0.Nanosecond())
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		l.Append(Entry[int]{Rev: int64(i + 1), Time: t0, Op: Put, Value: i})
+		l.Append(Entry[int]{Rev: int64(i + 1), sec: sec, nsec: nsec, Op: Put, Value: i})
 		if l.Len() > 16 {
 			l.TrimTo(8, 1<<62)
 		}

@@ -56,11 +56,12 @@ func FuzzRevlog(f *testing.F) {
 			case 0: // append: revisions skip (other keys), times may repeat
 				rev += 1 + arg%3
 				sec += int(arg/3) % 3
-				e := Entry[int]{Rev: rev, Time: at(int64(sec)), Op: Op(1 + arg%3), Value: int(arg)}
+				e := Entry[int]{Rev: rev, Op: Op(1 + arg%3), Value: int(arg)}
+				e.SetTime(at(int64(sec)), nil)
 				if e.Op != Put {
 					e.Value = 0
 				} else if arg%2 == 0 {
-					e.Expires, e.HasTTL = e.Time.Add(time.Second).UnixNano(), true
+					e.Expires, e.HasTTL = at(int64(sec)+1).UnixNano(), true
 				}
 				l.Append(e)
 				ref.all = append(ref.all, e)
@@ -73,8 +74,8 @@ func FuzzRevlog(f *testing.F) {
 			case 2: // AsOf, sometimes with unpublished entries above maxRev
 				q, maxRev := at(arg%8-1), rev-arg%3
 				e, st := l.AsOf(q, maxRev)
-				we, wst := ref.lookup(func(e Entry[int]) bool { return !e.Time.After(q) && e.Rev <= maxRev },
-					func(e Entry[int]) bool { return q.Before(e.Time) })
+				we, wst := ref.lookup(func(e Entry[int]) bool { return !e.Time(nil).After(q) && e.Rev <= maxRev },
+					func(e Entry[int]) bool { return q.Before(e.Time(nil)) })
 				require.Equal(t, wst, st, "AsOf(%v, %d)", q, maxRev)
 				require.Equal(t, we, e, "AsOf(%v, %d)", q, maxRev)
 			case 3: // CutBefore

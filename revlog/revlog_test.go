@@ -12,11 +12,16 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 
-func put(rev int64, s int, v string) Entry[string] {
-	return Entry[string]{Rev: rev, Time: at(s), Op: Put, Value: v}
+// entry returns an entry at time t, numbering its location in z (nil: UTC).
+func entry[V any](rev int64, t time.Time, op Op, v V, z *Zones) Entry[V] {
+	e := Entry[V]{Rev: rev, Op: op, Value: v}
+	e.SetTime(t, z)
+	return e
 }
 
-func del(rev int64, s int) Entry[string] { return Entry[string]{Rev: rev, Time: at(s), Op: Delete} }
+func put(rev int64, s int, v string) Entry[string] { return entry(rev, at(s), Put, v, nil) }
+
+func del(rev int64, s int) Entry[string] { return entry(rev, at(s), Delete, "", nil) }
 
 func logOf(es ...Entry[string]) *Log[string] {
 	l := &Log[string]{}
@@ -119,7 +124,7 @@ func TestCutBefore(t *testing.T) {
 		{"lone tombstone at rev", []Entry[string]{put(3, 1, "a"), del(5, 2)}, 5, 2, true, nil, 0},
 		{"tombstone then a put", []Entry[string]{put(3, 1, "a"), del(5, 2), put(8, 3, "c")}, 6, 1, false, []int64{5, 8}, 5},
 		{"tombstone above rev", []Entry[string]{put(3, 1, "a"), del(5, 2)}, 4, 0, false, []int64{3, 5}, 0},
-		{"expire entry is a tombstone", []Entry[string]{put(3, 1, "a"), {Rev: 5, Time: at(2), Op: Expire}}, 5, 2, true, nil, 0},
+		{"expire entry is a tombstone", []Entry[string]{put(3, 1, "a"), entry(5, at(2), Expire, "", nil)}, 5, 2, true, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := logOf(tc.log...)
@@ -131,7 +136,7 @@ func TestCutBefore(t *testing.T) {
 			if tc.lo > 0 {
 				_, st := l.At(tc.lo - 1)
 				require.Equal(t, Compacted, st, "below the oldest entry")
-				_, st = l.AsOf(l.Entries()[0].Time.Add(-1), 1<<62)
+				_, st = l.AsOf(l.Entries()[0].Time(nil).Add(-1), 1<<62)
 				require.Equal(t, Compacted, st, "before the oldest entry's time")
 			}
 			if tc.empty {
@@ -196,7 +201,7 @@ func TestLive(t *testing.T) {
 	e := put(1, 1, "a")
 	require.True(t, e.Live(at(100).UnixNano()))
 	require.True(t, e.Live(math.MinInt64), "no TTL: live at any time")
-	require.True(t, e.ExpiresAt().IsZero())
+	require.True(t, e.ExpiresAt(nil).IsZero())
 	e.Expires, e.HasTTL = at(5).UnixNano(), true
 	require.True(t, e.Live(at(4).UnixNano()))
 	require.False(t, e.Live(at(5).UnixNano()), "expired from its expiry time on")
@@ -204,18 +209,56 @@ func TestLive(t *testing.T) {
 	require.False(t, d.Live(math.MinInt64))
 }
 
-// ExpiresAt gives back the instant stored, in Time's location.
-func TestExpiresAt(t *testing.T) {
-	for _, loc := range []*time.Location{time.UTC, time.Local, time.FixedZone("X", -7*3600)} {
+// Time and ExpiresAt give back the instants stored, in the location of the
+// time set, whatever it is.
+func TestTimeAndExpiresAt(t *testing.T) {
+	var z Zones
+	for _, loc := range []*time.Location{time.UTC, time.Local, time.FixedZone("X", -7*3600), time.FixedZone("X", -7*3600)} {
 		now := time.Date(2026, 11, 21, 14, 2, 0, 5, loc)
 		want := now.Add(90 * time.Minute)
-		e := Entry[int]{Time: now, Op: Put, Expires: want.UnixNano(), HasTTL: true}
-		require.Equal(t, want, e.ExpiresAt(), "%v", loc)
-		require.Equal(t, want.Location(), e.ExpiresAt().Location())
+		e := entry(1, now, Put, 0, &z)
+		e.Expires, e.HasTTL = want.UnixNano(), true
+		require.Equal(t, now, e.Time(&z), "%v", loc)
+		require.Same(t, loc, e.Time(&z).Location())
+		require.Equal(t, want, e.ExpiresAt(&z), "%v", loc)
+		require.Same(t, loc, e.ExpiresAt(&z).Location())
 	}
-	epoch := Entry[int]{Time: time.Unix(-1, 0), Op: Put, Expires: 0, HasTTL: true}
-	require.True(t, epoch.ExpiresAt().Equal(time.Unix(0, 0)), "0 is a real expiry time when HasTTL")
+	for _, tt := range []time.Time{{}, time.Unix(-1, 999_999_999), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC), time.Date(-5000, 1, 1, 0, 0, 0, 1, time.UTC)} {
+		e := entry(1, tt, Put, 0, &z)
+		require.Equal(t, tt, e.Time(&z), "the pair holds times outside Unix nanoseconds")
+	}
+	epoch := entry(1, time.Unix(-1, 0), Put, 0, &z)
+	epoch.Expires, epoch.HasTTL = 0, true
+	require.True(t, epoch.ExpiresAt(&z).Equal(time.Unix(0, 0)), "0 is a real expiry time when HasTTL")
 	require.False(t, epoch.Live(0))
+}
+
+// Zones numbers each location once, by pointer, and falls back to UTC (the
+// same instant) once full; a nil Zones knows only UTC.
+func TestZones(t *testing.T) {
+	var z Zones
+	require.Equal(t, Zone(0), z.Number(time.UTC))
+	a, b := time.FixedZone("A", 3600), time.FixedZone("A", 3600)
+	require.Equal(t, Zone(1), z.Number(a))
+	require.Equal(t, Zone(2), z.Number(b), "told apart by pointer")
+	require.Equal(t, Zone(1), z.Number(a))
+	require.Equal(t, Zone(2), z.Number(b))
+	require.Same(t, a, z.Location(1))
+	require.Same(t, b, z.Location(2))
+	require.Same(t, time.UTC, z.Location(0))
+
+	for i := 3; i <= maxZones; i++ {
+		require.Equal(t, Zone(i), z.Number(time.FixedZone("F", i)))
+	}
+	full := time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("late", 60))
+	e := entry(1, full, Put, 0, &z)
+	require.True(t, full.Equal(e.Time(&z)), "the instant is kept")
+	require.Same(t, time.UTC, e.Time(&z).Location(), "in UTC once full")
+	require.Same(t, a, z.Location(1), "earlier numbers unchanged")
+
+	var none *Zones
+	require.Equal(t, Zone(0), none.Number(time.Local))
+	require.Same(t, time.UTC, none.Location(0))
 }
 
 // checkRevs asserts the revs invariant: nil, or every entry's Rev in order.
