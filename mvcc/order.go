@@ -7,7 +7,6 @@
 package mvcc
 
 import (
-	"sort"
 	"sync/atomic"
 	"time"
 )
@@ -22,8 +21,8 @@ type Stamp struct {
 //
 // Invariants, with head = the last published Stamp:
 //   - revisions are 1, 2, 3, ... with no gaps; head.Rev is the latest;
-//   - times[i] is the time of revision base+i, and times never decrease;
-//   - head.Time is the instant times[len(times)-1] whenever times is not empty.
+//   - times.at(i) is the time of revision base+i, and times never decrease;
+//   - head.Time is the instant of the newest time in times, once there is one.
 //
 // Example: Commit(t1); Commit(t2); Commit(t3); Forget(3) →
 // base=3, times=[t3], head={3, t3}; TimeOf(2) is unknown, First() is t1.
@@ -34,9 +33,9 @@ type Order struct {
 	first atomic.Pointer[time.Time] // time of revision 1; nil before it
 
 	// Guarded by the caller's write lock.
-	base   int64     // revision of times[0]
-	times  []instant // times of revisions base, base+1, ..., head.Rev
-	stamps []Stamp   // where the next heads are written; each is written once, then published
+	base   int64    // revision of times.at(0)
+	times  timeline // times of revisions base, base+1, ..., head.Rev
+	stamps []Stamp  // where the next heads are written; each is written once, then published
 }
 
 // stampBlock is how many heads one allocation holds. A published Stamp is
@@ -107,7 +106,7 @@ func (o *Order) Commit(t time.Time) int64 {
 	if rev == 1 {
 		o.first.Store(&t)
 	}
-	o.times = append(o.times, instantOf(t))
+	o.times.push(instantOf(t))
 	if len(o.stamps) == 0 {
 		o.stamps = make([]Stamp, stampBlock)
 	}
@@ -125,10 +124,10 @@ func (o *Order) Base() int64 { return o.base }
 // the time committed, in UTC.
 func (o *Order) TimeOf(rev int64) (time.Time, bool) {
 	i := rev - o.base
-	if rev < 1 || i < 0 || i >= int64(len(o.times)) {
+	if rev < 1 || i < 0 || i >= o.times.len() {
 		return time.Time{}, false
 	}
-	return o.times[i].time(), true
+	return o.times.at(i).time(), true
 }
 
 // RevAt returns the last revision whose time is <= t: 0 if t is before the
@@ -138,17 +137,15 @@ func (o *Order) RevAt(t time.Time) (rev int64, known bool) {
 	if f, ok := o.First(); !ok || t.Before(f) {
 		return 0, true
 	}
-	at := instantOf(t)
-	n := sort.Search(len(o.times), func(i int) bool { return o.times[i].after(at) })
+	n := o.times.search(instantOf(t))
 	if n == 0 { // t is before the time of base, which is above revision 1
 		return 0, false
 	}
-	return o.base + int64(n) - 1, true
+	return o.base + n - 1, true
 }
 
 // Forget drops the times of revisions below rev (never the head's). O(1)
-// amortised: the backing array is copied when most of it is dead, so the
-// memory held stays proportional to the revisions kept.
+// amortised; the memory held stays proportional to the revisions kept.
 func (o *Order) Forget(rev int64) {
 	if h := o.Head().Rev; rev > h {
 		rev = h
@@ -157,9 +154,6 @@ func (o *Order) Forget(rev int64) {
 	if drop <= 0 {
 		return
 	}
-	o.times = o.times[drop:]
+	o.times.dropFront(drop)
 	o.base = rev
-	if c := cap(o.times); c > 64 && len(o.times) < c/4 {
-		o.times = append(make([]instant, 0, 2*len(o.times)), o.times...)
-	}
 }
