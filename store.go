@@ -78,8 +78,9 @@ type state[V any] struct {
 	// a read of the latest state is one map lookup, as in a bare map, and
 	// never touches the tree or the log. Writers change it under mu and,
 	// briefly, indexMu, and publish each revision while holding indexMu: a
-	// reader under indexMu's read lock sees every slot exactly as of the head
-	// it loads.
+	// reader under indexMu's read lock sees every slot as of the head it
+	// loads. The one exception: an expiry leaves the slot of the value it
+	// ends, whose deadline every reader's now has passed (expireLocked).
 	indexMu sync.RWMutex // guards index, and orders it with order's head
 	index   map[string]indexed[V]
 
@@ -92,7 +93,7 @@ type state[V any] struct {
 	// enough to read it.
 	mu         sync.Mutex
 	tree       *btree.BTreeG[*keyLog[V]] // the keys of index, in byte order, for Scan
-	expiry     *ttl.Index                // pending expiries by (ExpiresAt, key)
+	expiry     *ttl.Index[*keyLog[V]]    // pending expiries by (ExpiresAt, key), each with the key's log
 	liveKeys   int                       // keys whose newest entry is an OpPut, expired or not
 	compactRev int64                     // the last Compact (or retention) revision
 	trimFloor  int64                     // highest oldest-remaining revision left by a count trim
@@ -118,6 +119,10 @@ type mark struct {
 // because a lookup copies all of it out of the map. Its revision is not kept:
 // it is the newest in the log at the head loaded with the slot (see
 // liveEntry).
+//
+// Invariant: the slot is indexedOf(the newest entry), or, when that is an
+// OpExpire, indexedOf(the OpPut before it, still in the log), whose deadline
+// is the OpExpire's time.
 type indexed[V any] struct {
 	value V
 	// deadline is when value stops being live, in Unix nanoseconds: never
@@ -165,7 +170,7 @@ func New[V any](opts ...Option) *Store[V] {
 		order:     mvcc.NewOrder(o.clock),
 		index:     make(map[string]indexed[V]),
 		tree:      btree.NewG(32, lessKey[V]),
-		expiry:    ttl.New(),
+		expiry:    ttl.New[*keyLog[V]](),
 		pins:      make(map[int64]int),
 		oldestPin: noPin,
 		stop:      make(chan struct{}),

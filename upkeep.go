@@ -191,9 +191,24 @@ func (s *state[V]) cutLocked(kl *keyLog[V]) int {
 		s.freeSlotLocked(kl)
 	}
 	kl.mu.Lock()
-	n, _ := kl.log.CutBefore(cut)
+	n, empty := kl.log.CutBefore(cut)
 	kl.mu.Unlock()
+	if n > 0 && !empty {
+		s.settleLocked(kl)
+	}
 	return n
+}
+
+// settleLocked gives an expired key's index slot the tombstone its log ends
+// with, letting go of the expired value the slot still holds (see
+// expireLocked), once entries were dropped from the log: the OpPut that
+// holds the value may have been among them.
+func (s *state[V]) settleLocked(kl *keyLog[V]) {
+	if last, ok := kl.log.Last(); ok && last.Op == revlog.Expire {
+		s.indexMu.Lock()
+		s.index[kl.key] = indexedOf(kl, last)
+		s.indexMu.Unlock()
+	}
 }
 
 // freeSlotLocked removes kl from slots by moving the last key into its place.
@@ -211,6 +226,9 @@ func (s *state[V]) trimCountLocked(kl *keyLog[V]) int {
 	n := kl.log.TrimTo(s.opts.maxHistory, s.oldestPin)
 	lo := kl.log.Lo()
 	kl.mu.Unlock()
+	if n > 0 {
+		s.settleLocked(kl)
+	}
 	if n > 0 && lo > s.trimFloor {
 		s.trimFloor = lo
 		s.publishFloorLocked()

@@ -155,9 +155,12 @@ func (s *state[V]) write(key string, d time.Duration, decide func(cur revlog.Ent
 	if live && cur.HasTTL {
 		s.expiry.Remove(key, cur.Expires) // the newer write cancels it
 	}
+	if kl == nil {
+		kl = s.addKeyLocked(key)
+	}
 	rev := s.commitLocked(kl, key, e, now)
 	if e.HasTTL {
-		s.expiry.Add(key, e.Expires)
+		s.expiry.Add(key, e.Expires, kl)
 	}
 	return Revision(rev), nil
 }
@@ -173,25 +176,53 @@ func (s *state[V]) materializeLocked(now time.Time, limit int) int {
 		if !ok {
 			return n
 		}
-		kl := s.lookupLocked(it.Key)
-		last, _ := kl.log.Last() // an OpPut whose ExpiresAt is it.At: newer writes remove the item
-		s.commitLocked(kl, it.Key, revlog.Entry[V]{Op: revlog.Expire}, last.ExpiresAt(&s.zones))
+		s.expireLocked(it.Val)
 		n++
 	}
 	return n
 }
 
-// commitLocked appends e to key's log (creating it if kl is nil) as the next
-// revision, at time t, publishes that revision, and cuts the log back to the
-// history cap if the append took it over twice the cap. It returns the
+// expireLocked writes kl's OpExpire entry, as the next revision, at exactly
+// the expiry time of its newest entry (an OpPut with a TTL: a newer write
+// removes the pending expiry).
+//
+// It leaves kl's index slot as it is, so that a purge never looks the key up
+// in the index map: the map lookups were over a third of a purge's time. The
+// slot goes on holding the expired value with its deadline, which every
+// reader's now has reached (now is never before the head's time, and this
+// revision's time is that deadline), so every read of the latest state
+// already treats it as missing; and the value is still in the log, in the
+// OpPut before this entry, until a cut or trim drops that and settles the
+// slot (settleLocked). The next write to the key replaces the slot.
+func (s *state[V]) expireLocked(kl *keyLog[V]) {
+	last, _ := kl.log.Last()
+	t := last.ExpiresAt(&s.zones)
+	e := revlog.Entry[V]{Op: revlog.Expire, Rev: s.order.Next()}
+	e.SetTime(t, &s.zones)
+	kl.mu.Lock()
+	kl.log.Append(e)
+	kl.mu.Unlock()
+	s.order.Commit(t) // no slot changes with it, so indexMu is not needed
+	s.liveKeys--
+	s.capLocked(kl)
+}
+
+// addKeyLocked creates key's (empty) log and enters it in the tree and the
+// slots; the first commit enters it in the index.
+func (s *state[V]) addKeyLocked(key string) *keyLog[V] {
+	kl := &keyLog[V]{key: key, slot: len(s.slots)}
+	s.tree.ReplaceOrInsert(kl)
+	s.slots = append(s.slots, kl)
+	return kl
+}
+
+// commitLocked appends e to key's log as the next revision, at time t,
+// publishes that revision with key's new index slot, and cuts the log back to
+// the history cap if the append took it over twice the cap. It returns the
 // revision.
 func (s *state[V]) commitLocked(kl *keyLog[V], key string, e revlog.Entry[V], t time.Time) int64 {
 	wasLive := false
-	if kl == nil {
-		kl = &keyLog[V]{key: key, slot: len(s.slots)}
-		s.tree.ReplaceOrInsert(kl)
-		s.slots = append(s.slots, kl)
-	} else if last, ok := kl.log.Last(); ok {
+	if last, ok := kl.log.Last(); ok {
 		wasLive = last.Op == revlog.Put
 	}
 	e.Rev = s.order.Next()
@@ -210,8 +241,13 @@ func (s *state[V]) commitLocked(kl *keyLog[V], key string, e revlog.Entry[V], t 
 	case !isLive && wasLive:
 		s.liveKeys--
 	}
+	s.capLocked(kl)
+	return e.Rev
+}
+
+// capLocked cuts kl back to the history cap if it is over twice the cap.
+func (s *state[V]) capLocked(kl *keyLog[V]) {
 	if n := s.opts.maxHistory; n > 0 && kl.log.Len() > 2*n {
 		s.trimCountLocked(kl)
 	}
-	return e.Rev
 }

@@ -6,18 +6,18 @@ import (
 )
 
 func BenchmarkAddRemove(b *testing.B) {
-	x := New()
+	x := New[int]()
 	keys := make([]string, 1<<16)
 	for i := range keys {
 		keys[i] = fmt.Sprint("k", i)
-		x.Add(keys[i], int64(i))
+		x.Add(keys[i], int64(i), i)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		k := keys[i&(1<<16-1)]
 		x.Remove(k, int64(i&(1<<16-1))+int64(i>>16)<<16)
-		x.Add(k, int64(i&(1<<16-1))+int64(i>>16+1)<<16)
+		x.Add(k, int64(i&(1<<16-1))+int64(i>>16+1)<<16, i)
 	}
 }
 
@@ -31,9 +31,9 @@ func BenchmarkPopDue(b *testing.B) {
 	n := 0
 	for n < b.N {
 		b.StopTimer()
-		x := New()
+		x := New[int]()
 		for i, k := range keys {
-			x.Add(k, int64(i))
+			x.Add(k, int64(i), i)
 		}
 		b.StartTimer()
 		for n < b.N {

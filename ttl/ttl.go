@@ -2,7 +2,8 @@
 // (ExpiresAt, key), so that the next one due is always at the front.
 //
 // An Index is not safe for concurrent use; the store guards it with its write
-// lock.
+// lock. Each item carries a value of the caller's (the store's: the key's
+// log), so that whoever pops it needs no lookup by key.
 package ttl
 
 import (
@@ -12,13 +13,15 @@ import (
 	"github.com/google/btree"
 )
 
-// Item is one pending expiry: key expires at At (Unix nanoseconds).
-type Item struct {
+// Item is one pending expiry: key expires at At (Unix nanoseconds). Val is
+// carried along and plays no part in the order.
+type Item[T any] struct {
 	At  int64
 	Key string
+	Val T
 }
 
-func less(a, b Item) bool {
+func less[T any](a, b Item[T]) bool {
 	if a.At != b.At {
 		return a.At < b.At
 	}
@@ -27,42 +30,50 @@ func less(a, b Item) bool {
 
 // Index holds at most one Item per key (the store removes a key's old item
 // before it adds a new one).
-type Index struct {
-	tree *btree.BTreeG[Item]
+type Index[T any] struct {
+	tree *btree.BTreeG[Item[T]]
 }
 
 // New returns an empty index.
-func New() *Index {
-	return &Index{tree: btree.NewG(32, less)}
+func New[T any]() *Index[T] {
+	return &Index[T]{tree: btree.NewG(32, less[T])}
 }
 
 // Len returns the number of pending expiries.
-func (x *Index) Len() int { return x.tree.Len() }
+func (x *Index[T]) Len() int { return x.tree.Len() }
 
-// Add records that key expires at at. O(log n).
-func (x *Index) Add(key string, at int64) { x.tree.ReplaceOrInsert(Item{At: at, Key: key}) }
+// Add records that key expires at at, with val. O(log n).
+func (x *Index[T]) Add(key string, at int64, val T) {
+	x.tree.ReplaceOrInsert(Item[T]{At: at, Key: key, Val: val})
+}
 
 // Remove forgets key's expiry at at and reports whether it was there. O(log n).
-func (x *Index) Remove(key string, at int64) bool {
-	_, ok := x.tree.Delete(Item{At: at, Key: key})
+func (x *Index[T]) Remove(key string, at int64) bool {
+	_, ok := x.tree.Delete(Item[T]{At: at, Key: key})
 	return ok
+}
+
+// Lookup returns the value of key's item at at, if there is one. O(log n).
+func (x *Index[T]) Lookup(key string, at int64) (T, bool) {
+	it, ok := x.tree.Get(Item[T]{At: at, Key: key})
+	return it.Val, ok
 }
 
 // PopDue removes and returns the first item due at now (At <= now): the
 // earliest, ties broken by key. O(log n).
-func (x *Index) PopDue(now int64) (Item, bool) {
+func (x *Index[T]) PopDue(now int64) (Item[T], bool) {
 	it, ok := x.tree.Min()
 	if !ok || it.At > now {
-		return Item{}, false
+		return Item[T]{}, false
 	}
 	x.tree.DeleteMin()
 	return it, true
 }
 
 // CountDue returns how many items are due at now. O(due + log n).
-func (x *Index) CountDue(now int64) int {
+func (x *Index[T]) CountDue(now int64) int {
 	n := 0
-	x.tree.Ascend(func(it Item) bool {
+	x.tree.Ascend(func(it Item[T]) bool {
 		if it.At > now {
 			return false
 		}

@@ -9,16 +9,21 @@ import (
 )
 
 func TestPopDueOrder(t *testing.T) {
-	x := New()
-	x.Add("b", 10)
-	x.Add("a", 10) // tie: key order
-	x.Add("c", 5)
-	x.Add("d", 20)
+	x := New[int]()
+	x.Add("b", 10, 1)
+	x.Add("a", 10, 2) // tie: key order
+	x.Add("c", 5, 3)
+	x.Add("d", 20, 4)
 	require.Equal(t, 4, x.Len())
+	v, ok := x.Lookup("a", 10)
+	require.True(t, ok)
+	require.Equal(t, 2, v)
+	_, ok = x.Lookup("a", 11)
+	require.False(t, ok, "a different time is a different item")
 	require.Equal(t, 3, x.CountDue(10))
 	require.Equal(t, 0, x.CountDue(4))
 
-	var got []Item
+	var got []Item[int]
 	for {
 		it, ok := x.PopDue(10)
 		if !ok {
@@ -26,15 +31,15 @@ func TestPopDueOrder(t *testing.T) {
 		}
 		got = append(got, it)
 	}
-	require.Equal(t, []Item{{5, "c"}, {10, "a"}, {10, "b"}}, got)
+	require.Equal(t, []Item[int]{{5, "c", 3}, {10, "a", 2}, {10, "b", 1}}, got, "each with its value")
 	require.Equal(t, 1, x.Len(), "the item not due stays")
-	_, ok := x.PopDue(19)
+	_, ok = x.PopDue(19)
 	require.False(t, ok)
 }
 
 func TestRemove(t *testing.T) {
-	x := New()
-	x.Add("a", 10)
+	x := New[int]()
+	x.Add("a", 10, 1)
 	require.False(t, x.Remove("a", 11), "a different time is a different item")
 	require.True(t, x.Remove("a", 10))
 	require.False(t, x.Remove("a", 10))
