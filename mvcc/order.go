@@ -104,7 +104,8 @@ func (o *Order) Next() int64 { return o.Head().Rev + 1 }
 func (o *Order) Commit(t time.Time) int64 {
 	rev := o.Next()
 	if rev == 1 {
-		o.first.Store(&t)
+		first := t // a copy: taking t's address would move t to the heap on every call
+		o.first.Store(&first)
 	}
 	o.times.push(instantOf(t))
 	if len(o.stamps) == 0 {
