@@ -412,3 +412,50 @@ func BenchmarkMemory(b *testing.B) {
 		}
 	}
 }
+
+// ---- what Get's gap to the bare map is made of ----
+
+// slot48 and slot56 are map values of 32 and 40 bytes: map slots of 48 and
+// 56 bytes with the key's 16, against the bare map's 40 (key and a slice).
+// revkv's index slot is 56: the value, its deadline and the key's log.
+type (
+	slot48 struct {
+		v []byte
+		d int64
+	}
+	slot56 struct {
+		v []byte
+		d int64
+		p *int
+	}
+)
+
+// BenchmarkMapSlot is the bare map's Get (a map[string]T under an RWMutex,
+// 2^20 keys, the same random keys) with map slots of 40, 48 and 56 bytes: the
+// part of revkv's gap to the bare map that the size of its slot alone makes.
+func BenchmarkMapSlot(b *testing.B) {
+	dropFixtures()
+	slotBench(b, "slot40", func(v []byte) []byte { return v })
+	slotBench(b, "slot48", func(v []byte) slot48 { return slot48{v: v} })
+	slotBench(b, "slot56", func(v []byte) slot56 { return slot56{v: v} })
+}
+
+func slotBench[T any](b *testing.B, name string, of func([]byte) T) {
+	var mu sync.RWMutex // guards m, as in the contenders
+	m := make(map[string]T)
+	for i, k := range keys {
+		m[k] = of(values[i&1023])
+	}
+	debug.FreeOSMemory()
+	b.Run("store="+name, func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			mu.RLock()
+			_, ok := m[keys[seqKey[i&mask]]]
+			mu.RUnlock()
+			if !ok {
+				b.Fatal("missing")
+			}
+		}
+	})
+	runtime.KeepAlive(m)
+}
