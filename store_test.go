@@ -1,7 +1,11 @@
 package revkv_test
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,6 +201,64 @@ func TestClosedStore(t *testing.T) {
 	v, ok := s.Get("k")
 	require.True(t, ok, "reads still answer")
 	require.Equal(t, "v", v)
+}
+
+// TestPurgeWritesManyExpiriesInOrder purges more expiries than one run of
+// reads (32) and one hold of the write lock (256): every one is written once,
+// as consecutive revisions in order of expiry time and then key, each at its
+// key's expiry time; and the expiries not yet due stay pending.
+func TestPurgeWritesManyExpiriesInOrder(t *testing.T) {
+	s, c := newStore(t)
+	const n = 1000
+	ttlOf := func(i int) time.Duration { return time.Duration(i%7+1) * time.Second }
+	for _, i := range rand.New(rand.NewPCG(1, 2)).Perm(n) {
+		_, err := s.PutTTL(fmt.Sprintf("k%04d", i), "v", ttlOf(i))
+		require.NoError(t, err)
+	}
+	type expiry struct {
+		at  time.Time
+		key string
+	}
+	var due []expiry
+	for i := range n {
+		due = append(due, expiry{epoch.Add(ttlOf(i)), fmt.Sprintf("k%04d", i)})
+	}
+	slices.SortFunc(due, func(a, b expiry) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+
+	check := func(from int, to time.Duration) int {
+		t.Helper()
+		base := s.Rev()
+		c.Add(epoch.Add(to).Sub(c.Now()))
+		got := s.PurgeExpired()
+		for i, d := range due[from : from+got] {
+			require.False(t, d.at.After(epoch.Add(to)), "%s was not due", d.key)
+			h := s.History(d.key)
+			require.Len(t, h, 2, d.key)
+			require.Equal(t, revkv.OpExpire, h[1].Op, d.key)
+			require.Equal(t, base+revkv.Revision(i+1), h[1].Rev, d.key)
+			require.Equal(t, d.at, h[1].Time, d.key)
+		}
+		require.Equal(t, base+revkv.Revision(got), s.Rev())
+		return from + got
+	}
+	done := check(0, 3500*time.Millisecond)
+	short := 0
+	for i := range n {
+		if ttlOf(i) <= 3*time.Second {
+			short++
+		}
+	}
+	require.Equal(t, short, done, "keys with a TTL of 1, 2 or 3 seconds")
+	require.Equal(t, n-done, s.Len())
+	done = check(done, time.Minute)
+	require.Equal(t, n, done)
+	require.Zero(t, s.Len())
+	require.Zero(t, s.PurgeExpired())
 }
 
 func TestExpiryIsWrittenIntoHistory(t *testing.T) {

@@ -59,6 +59,12 @@ func (x *Index[T]) Lookup(key string, at int64) (T, bool) {
 	return it.Val, ok
 }
 
+// Due reports whether an item is due at now (At <= now). O(log n).
+func (x *Index[T]) Due(now int64) bool {
+	it, ok := x.tree.Min()
+	return ok && it.At <= now
+}
+
 // PopDue removes and returns the first item due at now (At <= now): the
 // earliest, ties broken by key. O(log n).
 func (x *Index[T]) PopDue(now int64) (Item[T], bool) {

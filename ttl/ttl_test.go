@@ -22,6 +22,8 @@ func TestPopDueOrder(t *testing.T) {
 	require.False(t, ok, "a different time is a different item")
 	require.Equal(t, 3, x.CountDue(10))
 	require.Equal(t, 0, x.CountDue(4))
+	require.True(t, x.Due(5), "due exactly at its time")
+	require.False(t, x.Due(4))
 
 	var got []Item[int]
 	for {
@@ -46,6 +48,7 @@ func TestRemove(t *testing.T) {
 	require.Zero(t, x.Len())
 	_, ok := x.PopDue(math.MaxInt64)
 	require.False(t, ok, "empty index")
+	require.False(t, x.Due(math.MaxInt64), "empty index")
 }
 
 func TestNanos(t *testing.T) {
