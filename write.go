@@ -183,15 +183,18 @@ const expiryRun = 32
 // expireDueLocked pops up to limit due expiries (at least one is due) and
 // writes their OpExpire entries; it returns how many.
 //
-// It reads every key's expiry time (from its newest entry) before it writes
-// any: the keys' logs are scattered over the heap, and reading them in a loop
-// of their own lets the processor wait for their cache misses side by side,
-// not one after the other. A purge of 1% of 2^20 TTL keys took 10.7% less
-// time per key (BenchmarkPurgeOnePercent, p=0.009).
+// The keys' logs are scattered over the heap, so reading each key's expiry
+// time (from its newest entry) is two cache misses in a row: the key's log,
+// then the entry. It takes each step for the whole run before the next, in
+// loops of their own, so the processor waits for a run's misses side by side,
+// not one after the other; then it writes. (bench/ PurgeExpiredOnePercent,
+// order=names: 377 → 319 ns/expired against one loop that read both, p<0.001;
+// 495 → 424 against none, in-package.)
 func (s *state[V]) expireDueLocked(due int64, limit int) int {
 	var (
-		kls [expiryRun]*keyLog[V]
-		ats [expiryRun]time.Time
+		kls  [expiryRun]*keyLog[V]
+		last [expiryRun]*revlog.Entry[V]
+		ats  [expiryRun]time.Time
 	)
 	m := 0
 	for ; m < limit; m++ {
@@ -202,8 +205,10 @@ func (s *state[V]) expireDueLocked(due int64, limit int) int {
 		kls[m] = it.Val
 	}
 	for i, kl := range kls[:m] {
-		last, _ := kl.log.Last()
-		ats[i] = last.ExpiresAt(&s.zones)
+		last[i], _ = kl.log.Last() // a pending expiry's key has entries
+	}
+	for i, e := range last[:m] {
+		ats[i] = e.ExpiresAt(&s.zones)
 	}
 	for i, kl := range kls[:m] {
 		s.expireLocked(kl, ats[i])

@@ -6,6 +6,7 @@
 package revlog
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -108,7 +109,15 @@ const revsFrom = 16
 
 // Append adds e as the newest entry. The caller guarantees e's revision and
 // time are not below the newest entry's. O(1) amortised.
+//
+// An entry with a TTL is given room for the OpExpire that follows it unless
+// a newer write comes first: the expiry is written by a purge, which finds the
+// log cold, and writing into room already there spares it an allocation and
+// the copy of the log.
 func (l *Log[V]) Append(e Entry[V]) {
+	if e.HasTTL {
+		l.entries = slices.Grow(l.entries, 2)
+	}
 	l.entries = append(l.entries, e)
 	switch {
 	case l.revs != nil:

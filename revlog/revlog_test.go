@@ -302,3 +302,19 @@ func TestRevsFollowEntries(t *testing.T) {
 	e, _ = l.At(410)
 	require.Equal(t, int64(410), e.Rev)
 }
+
+// TestTTLEntryLeavesRoomForItsExpiry: after an entry with a TTL, the log can
+// take the OpExpire without growing, so a purge never allocates for it.
+func TestTTLEntryLeavesRoomForItsExpiry(t *testing.T) {
+	var l Log[string]
+	for i := range 40 {
+		e := put(int64(2*i+1), i, "v")
+		e.Expires, e.HasTTL = at(i+1).UnixNano(), true
+		l.Append(e)
+		require.Greater(t, cap(l.entries), len(l.entries), "after TTL entry %d", i)
+		l.Append(entry(int64(2*i+2), at(i+1), Expire, "", nil))
+		checkRevs(t, &l)
+	}
+	l.Append(put(81, 50, "no TTL"))
+	require.Len(t, l.Entries(), 81)
+}
