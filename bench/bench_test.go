@@ -268,31 +268,38 @@ type manual struct{ ns atomic.Int64 }
 
 func (m *manual) now() time.Time { return time.Unix(0, m.ns.Load()) }
 
-func ttlContenders(clock *manual) []ttlContender {
-	r := revkv.New[[]byte](revkv.WithClock(clock.now))
-	h := newHeapMap(clock.now)
-	tc := ttlcache.New[string, []byte](ttlcache.WithDisableTouchOnHit[string, []byte]())
-	oc := otter.Must(&otter.Options[string, []byte]{ExpiryCalculator: otter.ExpiryWriting[string, []byte](time.Hour)})
-	return []ttlContender{
-		{"revkv", func(k string, v []byte, d time.Duration) { r.PutTTL(k, v, d) }, r.PurgeExpired},
-		{"heapmap", h.PutTTL, h.PurgeExpired},
-		{"ttlcache", func(k string, v []byte, d time.Duration) { tc.Set(k, v, d) }, func() int { n := tc.Metrics().Evictions; tc.DeleteExpired(); return int(tc.Metrics().Evictions - n) }},
-		{"otter", func(k string, v []byte, d time.Duration) { oc.Set(k, v); oc.SetExpiresAfter(k, d) }, nil},
+// ttlNames are the TTL contenders; newTTL builds one, with its clock.
+var ttlNames = []string{"revkv", "heapmap", "ttlcache", "otter"}
+
+func newTTL(name string, clock *manual) ttlContender {
+	switch name {
+	case "revkv":
+		r := revkv.New[[]byte](revkv.WithClock(clock.now))
+		return ttlContender{name, func(k string, v []byte, d time.Duration) { r.PutTTL(k, v, d) }, r.PurgeExpired}
+	case "heapmap":
+		h := newHeapMap(clock.now)
+		return ttlContender{name, h.PutTTL, h.PurgeExpired}
+	case "ttlcache":
+		tc := ttlcache.New[string, []byte](ttlcache.WithDisableTouchOnHit[string, []byte]())
+		return ttlContender{name, func(k string, v []byte, d time.Duration) { tc.Set(k, v, d) }, func() int {
+			n := tc.Metrics().Evictions
+			tc.DeleteExpired()
+			return int(tc.Metrics().Evictions - n)
+		}}
+	case "otter":
+		oc := otter.Must(&otter.Options[string, []byte]{ExpiryCalculator: otter.ExpiryWriting[string, []byte](time.Hour)})
+		return ttlContender{name, func(k string, v []byte, d time.Duration) { oc.Set(k, v); oc.SetExpiresAfter(k, d) }, nil}
 	}
+	panic("no TTL contender " + name)
 }
 
 func BenchmarkPutTTL(b *testing.B) {
 	dropFixtures()
-	for _, name := range []string{"revkv", "heapmap", "ttlcache", "otter"} {
+	for _, name := range ttlNames {
 		b.Run("store="+name, func(b *testing.B) {
 			clock := &manual{}
 			clock.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-			var c ttlContender
-			for _, x := range ttlContenders(clock) {
-				if x.name == name {
-					c = x
-				}
-			}
+			c := newTTL(name, clock)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				c.put(keys[i&(nKeys-1)], values[i&1023], time.Hour)
@@ -301,63 +308,110 @@ func BenchmarkPutTTL(b *testing.B) {
 	}
 }
 
-// benchPurge loads 2^20 keys with a one-hour TTL once per store; then each
-// iteration, untimed, gives every frac-th key a TTL that runs out at once (all
-// of them for frac 1, 1% for frac 100) and moves the clock a second on, and
-// the purge alone is timed. It reports ns per expired key.
+// coldBuf is written over before each timed purge, to push every store's data
+// out of the processor's caches (64 MiB; the L3 is 32 MiB).
+var coldBuf = make([]byte, 64<<20)
+
+func evictCaches() {
+	for i := 0; i < len(coldBuf); i += 64 {
+		coldBuf[i]++
+	}
+}
+
+// benchPurge times PurgeExpired on 2^20 keys with a TTL of which every
+// frac-th has run out (frac 1: all of them; frac 100: 1%), and reports ns and
+// bytes allocated per expired key (ns/expired, B/expired).
 //
-// Iteration j expires the keys at offset j%frac of each run of frac, so that
-// every key purged in the first frac iterations is in the state the
-// all-expired case purges: its hour-long put and one short one. Expiring
-// the same 1% every time instead made each purged key's history two entries
-// longer per iteration, so the cost per key grew with b.N (longer logs to
-// append to and grow), which is not the cost of the 1% case.
+// Every key a purge expires is expired for the first time, in the same state
+// in both cases: an hour-long put and then a short one. A store is loaded,
+// untimed, with every key's hour-long put and serves frac iterations;
+// iteration j gives every frac-th key from offset j its short put, moves the
+// clock a second on and times the purge. Then a fresh store is loaded. (A
+// key's second purge costs less or more than its first, depending on whether
+// its log has room; reusing one store made the all-expired case, which purges
+// every key every iteration, swing from 260 to 1,100 ns/expired between
+// counts.)
+//
+// The expiries all fall due at one instant, so a purge takes them in key
+// order. With order=names the keys are loaded in name order (k0, k1, …), so
+// a store's memory for k100000 … k100009 lies side by side and the
+// all-expired purge walks it nearly in order, while the 1% purge, every 100th
+// key, cannot. With order=random they are loaded (and the 1% chosen) in a
+// fixed random order, so a purge finds its keys scattered over the heap in
+// both cases: the comparison of the two is then of the work per expired key
+// alone, which is what O(expired) is about.
+//
+// The garbage collector is off while it runs (it runs, untimed, after each
+// load), so that no timed purge pays for a collection its own or earlier
+// allocations set off; B/expired is what a purge leaves the collector. The
+// caches are emptied before each timed purge: a real purge finds keys written
+// long ago, not the 1% just given their short put.
 func benchPurge(b *testing.B, frac int) {
 	dropFixtures()
-	for _, name := range []string{"revkv", "heapmap", "ttlcache"} {
-		clock := &manual{}
-		clock.ns.Store(time.Now().UnixNano())
-		var c ttlContender
-		for _, x := range ttlContenders(clock) {
-			if x.name == name {
-				c = x
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	names := make([]int, nKeys)
+	for i := range names {
+		names[i] = i
+	}
+	random := rand.New(rand.NewPCG(3, 4)).Perm(nKeys)
+	for _, order := range []struct {
+		name string
+		keys []int // indices into keys, in the order loaded
+	}{{"names", names}, {"random", random}} {
+		for _, name := range []string{"revkv", "heapmap", "ttlcache"} {
+			clock := &manual{}
+			clock.ns.Store(time.Now().UnixNano())
+			short := time.Nanosecond
+			if name == "ttlcache" {
+				short = time.Microsecond // judged by the real clock: run out by the purge below
 			}
-		}
-		short := time.Nanosecond
-		if name == "ttlcache" {
-			short = time.Microsecond // judged by the real clock: run out by the purge below
-		}
-		for i, k := range keys {
-			c.put(k, values[i&1023], time.Hour)
-		}
-		round := 0 // iterations so far, over every b.Run of this store
-		b.Run("store="+name, func(b *testing.B) {
-			var elapsed time.Duration
-			expired := 0
-			b.ResetTimer()
-			for range b.N {
-				b.StopTimer()
-				off := round % frac
-				round++
-				for i := off; i < nKeys; i += frac {
-					c.put(keys[i], values[i&1023], short)
+			var c ttlContender
+			round := 0 // iterations so far, over every b.Run of this store
+			b.Run("order="+order.name+"/store="+name, func(b *testing.B) {
+				var elapsed time.Duration
+				var alloc uint64
+				expired := 0
+				for range b.N {
+					b.StopTimer()
+					off := round % frac
+					round++
+					if off == 0 {
+						c = ttlContender{}
+						runtime.GC()
+						c = newTTL(name, clock)
+						for _, i := range order.keys {
+							c.put(keys[i], values[i&1023], time.Hour)
+						}
+						runtime.GC()
+					}
+					for j := off; j < nKeys; j += frac {
+						i := order.keys[j]
+						c.put(keys[i], values[i&1023], short)
+					}
+					clock.ns.Add(int64(time.Second))
+					time.Sleep(time.Millisecond)
+					evictCaches()
+					var before, after runtime.MemStats
+					runtime.ReadMemStats(&before)
+					b.StartTimer()
+					t0 := time.Now()
+					n := c.purge()
+					elapsed += time.Since(t0)
+					b.StopTimer()
+					runtime.ReadMemStats(&after)
+					alloc += after.TotalAlloc - before.TotalAlloc
+					expired += n
+					if want := (nKeys - off + frac - 1) / frac; n != want {
+						b.Fatalf("purged %d, want %d", n, want)
+					}
+					b.StartTimer()
 				}
-				clock.ns.Add(int64(time.Second))
-				time.Sleep(time.Millisecond)
-				runtime.GC()
-				b.StartTimer()
-				t0 := time.Now()
-				n := c.purge()
-				elapsed += time.Since(t0)
-				expired += n
-				if want := (nKeys - off + frac - 1) / frac; n != want {
-					b.Fatalf("purged %d, want %d", n, want)
-				}
-			}
-			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(expired), "ns/expired")
-		})
-		c = ttlContender{} // let the store go before the next one loads
-		runtime.GC()
+				b.ReportMetric(float64(elapsed.Nanoseconds())/float64(expired), "ns/expired")
+				b.ReportMetric(float64(alloc)/float64(expired), "B/expired")
+			})
+			c = ttlContender{} // let the store go before the next one loads
+			runtime.GC()
+		}
 	}
 }
 
