@@ -216,9 +216,9 @@ func (s *state[V]) expireDueLocked(due int64, limit int) int {
 	return m
 }
 
-// expireLocked writes kl's OpExpire entry, as the next revision, at exactly
-// the expiry time of its newest entry (an OpPut with a TTL: a newer write
-// removes the pending expiry).
+// expireLocked writes kl's OpExpire entry, as the next revision, at t: the
+// expiry time of its newest entry (an OpPut with a TTL: a newer write removes
+// the pending expiry), which the caller has read.
 //
 // It leaves kl's index slot as it is, so that a purge never looks the key up
 // in the index map: the map lookups were over a third of a purge's time. The
