@@ -116,7 +116,12 @@ const revsFrom = 16
 // the copy of the log.
 func (l *Log[V]) Append(e Entry[V]) {
 	if e.HasTTL {
-		l.entries = slices.Grow(l.entries, 2)
+		// Grown one step at a time, as append grows, so that capacities stay
+		// the ones append picks (a log of one holding 3 shifted every later
+		// capacity off the sizes the history cap's trims settle on).
+		for cap(l.entries)-len(l.entries) < 2 {
+			l.entries = slices.Grow(l.entries, cap(l.entries)-len(l.entries)+1)
+		}
 	}
 	l.entries = append(l.entries, e)
 	switch {

@@ -317,4 +317,14 @@ func TestTTLEntryLeavesRoomForItsExpiry(t *testing.T) {
 	}
 	l.Append(put(81, 50, "no TTL"))
 	require.Len(t, l.Entries(), 81)
+
+	// The room is made the way append grows a log, one doubling at a time:
+	// a log of one becomes four, not three, so later capacities stay those
+	// append picks (the heap under a history cap grew 5% when they did not).
+	var m Log[string]
+	m.Append(put(1, 0, "no TTL"))
+	e := put(2, 1, "v")
+	e.Expires, e.HasTTL = at(2).UnixNano(), true
+	m.Append(e)
+	require.Equal(t, 4, cap(m.entries))
 }
