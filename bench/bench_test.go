@@ -59,6 +59,10 @@ var kvs = []contender{
 	{"memdb", func() KV { return newMemdb() }},
 }
 
+// withTimed is kvs and versionedTimed, for the benchmarks that show what
+// keeping a time with every revision costs the history limit.
+var withTimed = append(kvs[:len(kvs):len(kvs)], contender{"versioned+time", func() KV { return newVersionedTimed() }})
+
 // fixtures are loaded once per process and shared by every count, one kind
 // at a time: loading another kind, or a benchmark that needs none
 // (dropFixtures), closes them. A benchmark that allocates would otherwise pay
@@ -199,7 +203,7 @@ func BenchmarkScan(b *testing.B) {
 
 func benchPut(b *testing.B, n int) {
 	dropFixtures()
-	for _, c := range kvs {
+	for _, c := range withTimed {
 		b.Run("store="+c.name, func(b *testing.B) {
 			s := c.new()
 			defer s.Close()
@@ -453,7 +457,7 @@ func BenchmarkMemory(b *testing.B) {
 		{"history", loadHistory},
 	}
 	for _, l := range loads {
-		for _, c := range kvs {
+		for _, c := range withTimed {
 			if c.name == "etcd" || c.name == "badger" {
 				continue // their data lives off the Go heap
 			}
