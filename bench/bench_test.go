@@ -500,34 +500,58 @@ type (
 // part of revkv's gap to the bare map that the size of its slot alone makes.
 func BenchmarkMapSlot(b *testing.B) {
 	dropFixtures()
-	slotBench(b, "slot40", func(v []byte) []byte { return v })
-	slotBench(b, "slot48", func(v []byte) slot48 { return slot48{v: v} })
-	slotBench(b, "slot56", func(v []byte) slot56 { return slot56{v: v} })
+	slotBench(b, "slot40", false, func(v []byte) []byte { return v })
+	slotBench(b, "slot48", false, func(v []byte) slot48 { return slot48{v: v} })
+	slotBench(b, "slot56", false, func(v []byte) slot56 { return slot56{v: v} })
 }
 
-// slotSink receives each value read, so that the lookup copies it out of the
-// map as a Get does.
-var slotSink any
+// BenchmarkMapSlotParallel is the same under b.RunParallel, as GetParallel,
+// with the bare map's slot and revkv's.
+func BenchmarkMapSlotParallel(b *testing.B) {
+	dropFixtures()
+	slotBench(b, "slot40", true, func(v []byte) []byte { return v })
+	slotBench(b, "slot56", true, func(v []byte) slot56 { return slot56{v: v} })
+}
 
-func slotBench[T any](b *testing.B, name string, of func([]byte) T) {
+// slotSink receives a value read, so that the lookups copy them out of the
+// map as a Get does.
+var (
+	sinkMu   sync.Mutex // guards slotSink
+	slotSink any
+)
+
+func slotBench[T any](b *testing.B, name string, parallel bool, of func([]byte) T) {
 	var mu sync.RWMutex // guards m, as in the contenders
 	m := make(map[string]T)
 	for i, k := range keys {
 		m[k] = of(values[i&1023])
 	}
 	debug.FreeOSMemory()
-	b.Run("store="+name, func(b *testing.B) {
+	// lookups looks up the keys of the random sequence from its i-th on, for
+	// as long as next says.
+	lookups := func(b *testing.B, i int, next func() bool) {
 		var v T
-		for i := 0; i < b.N; i++ {
+		for ; next(); i++ {
 			mu.RLock()
 			x, ok := m[keys[seqKey[i&mask]]]
 			mu.RUnlock()
 			if !ok {
-				b.Fatal("missing")
+				b.Error("missing")
+				return
 			}
 			v = x
 		}
+		sinkMu.Lock()
 		slotSink = v
+		sinkMu.Unlock()
+	}
+	b.Run("store="+name, func(b *testing.B) {
+		if !parallel {
+			lookups(b, 0, b.Loop)
+			return
+		}
+		var worker atomic.Int64
+		b.RunParallel(func(pb *testing.PB) { lookups(b, int(worker.Add(1))*7919, pb.Next) })
 	})
 	runtime.KeepAlive(m)
 }
