@@ -41,8 +41,8 @@ type Order struct {
 // stampBlock is how many heads one allocation holds. A published Stamp is
 // never written again, so readers may keep pointers into a block while the
 // writer fills the rest of it. 127 heads of 32 bytes and the allocator's
-// 8-byte header (a Stamp holds a pointer) fill the 4,096-byte size class:
-// 32 B a revision. 128 would take the 4,864-byte class, 38 B a revision.
+// 8-byte header (a Stamp holds a pointer) are 4,072 bytes, which fit the
+// 4,096-byte size class: 32 B a revision. 128 would take the 4,864-byte class, 38 B a revision.
 const stampBlock = 127
 
 // instant is a time.Time without its location: 16 bytes and no pointer, so
