@@ -1,9 +1,13 @@
 package revkv
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
 
-// The errors revkv returns. They are sentinels: test for them with errors.Is,
-// since most are wrapped with the call and the key that caused them.
+// The errors revkv returns. They are sentinels: test for them with errors.Is.
+// A call returns them inside an *OpError, which names the call and the key.
 var (
 	// ErrNotFound is returned by Delete, Expire, Persist and TTL when the key
 	// is missing, deleted or expired.
@@ -28,6 +32,72 @@ var (
 	// not made at the expected revision.
 	ErrConflict = errors.New("revkv: revision conflict")
 
-	// ErrClosed is returned by writes and Compact after Close.
+	// ErrClosed is returned by writes and Compact after Close, and by a Txn's
+	// methods after its Update returned.
 	ErrClosed = errors.New("revkv: store is closed")
 )
+
+// OpError is the error a call returns: what it did, the key it did it to,
+// and the cause, so that it reads as one sentence, as os.PathError does:
+//
+//	revkv: delete "missing": key not found
+//	revkv: compare-and-put "k": revision conflict (key is at revision 3, expected 2)
+//
+// Err is one of the sentinels above, possibly with detail; errors.Is sees
+// through OpError to it. Use errors.As to read Rev.
+type OpError struct {
+	Op  string // the call: "put", "get at", "compact", ...
+	Key string // the key, if the call has one
+	// Rev is the revision the error is about: for ErrConflict the key's
+	// current revision (0: missing or expired), for reads at a revision and
+	// for Compact the revision asked for; 0 otherwise.
+	Rev Revision
+	Err error
+
+	keyless bool   // the call has no key (Compact, At, AsOf): Key is not printed
+	arg     string // the call's argument as printed after the key ("at 12")
+}
+
+func (e *OpError) Error() string {
+	var b strings.Builder
+	b.WriteString("revkv: ")
+	b.WriteString(e.Op)
+	if !e.keyless {
+		b.WriteByte(' ')
+		b.WriteString(strconv.Quote(e.Key))
+	}
+	if e.arg != "" {
+		b.WriteByte(' ')
+		b.WriteString(e.arg)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		// The sentinels say "revkv:" for when they stand alone; said once here.
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "revkv: "))
+	}
+	return b.String()
+}
+
+func (e *OpError) Unwrap() error { return e.Err }
+
+// keyErr returns the OpError of a call on key; arg is printed after the key.
+func keyErr(op, key, arg string, err error) *OpError {
+	return &OpError{Op: op, Key: key, Err: err, arg: arg}
+}
+
+// revErr returns the OpError of a call without a key, about revision rev.
+func revErr(op string, rev Revision, arg string, err error) *OpError {
+	return &OpError{Op: op, Rev: rev, Err: err, keyless: true, arg: arg}
+}
+
+// detail adds why to a sentinel, in parentheses after its text; errors.Is
+// still finds the sentinel.
+func detail(err error, why string) error { return &detailed{err, why} }
+
+type detailed struct {
+	err error
+	why string
+}
+
+func (d *detailed) Error() string { return d.err.Error() + " (" + d.why + ")" }
+func (d *detailed) Unwrap() error { return d.err }

@@ -77,7 +77,7 @@ func newModel(clock *manualClock, maxHistory int, retention time.Duration) *mode
 }
 
 var (
-	minNanos = time.Unix(0, math.MinInt64)
+	minNanos = time.Unix(0, math.MinInt64+1) // the two lowest instants are refused
 	maxNanos = time.Unix(0, math.MaxInt64)
 )
 
@@ -425,13 +425,30 @@ func (m *model) PurgeExpired() int {
 
 // compactTo records a compaction. The store keeps revision times from
 // max(1, keep) on, keep being Floor() (or, with retention, the last
-// compaction); below that the oldest known time stands in (see Compact).
+// compaction); below that it stands in the newest time among every key's
+// retained entry visible at rev, never before the last compaction's time.
 func (m *model) compactTo(rev int64) {
 	keep := m.floor()
 	if m.retention > 0 {
 		keep = m.compactRev
 	}
-	m.compactTime = m.at(max(rev, keep, 1)).time
+	if rev >= max(keep, 1) {
+		m.compactTime = m.at(rev).time
+	} else {
+		t := m.compactTime // zero before the first compaction
+		for _, k := range m.keys() {
+			var visible int64
+			for _, r := range m.retained(k) {
+				if r <= rev {
+					visible = r
+				}
+			}
+			if visible > 0 && m.at(visible).time.After(t) {
+				t = m.at(visible).time
+			}
+		}
+		m.compactTime = t
+	}
 	m.compactRev = rev
 }
 

@@ -1,7 +1,8 @@
 package revkv
 
 import (
-	"fmt"
+	"iter"
+	"strconv"
 	"time"
 
 	"github.com/revkv/revkv/revlog"
@@ -32,9 +33,8 @@ func (s *state[V]) alive(deadline int64) (now time.Time, ok bool) {
 // read only for a value with a TTL.
 //
 // It is kept small enough for the compiler to inline (the TTL case is a
-// call): that made bench/'s Get with 2^20 keys 14.6% faster, and its
-// parallel Get 13.9% (p<=0.009), most likely because the cache misses of
-// consecutive lookups overlap more.
+// call): inlined, the cache misses of a caller's consecutive lookups
+// overlap more (bench/README.md has the figures).
 func (s *Store[V]) Get(key string) (V, bool) {
 	s.indexMu.RLock()
 	x, ok := s.index[key]
@@ -62,15 +62,24 @@ func (s *Store[V]) GetEntry(key string) (Entry[V], bool) {
 	return entryOf(key, &e, &s.zones), true
 }
 
+// currentRev returns the revision of key's live entry, 0 if there is none.
+func (s *state[V]) currentRev(key string) Revision {
+	e, _, ok := s.liveEntry(key)
+	if !ok {
+		return 0
+	}
+	return Revision(e.Rev)
+}
+
 // TTL returns the time key has left (> 0). A missing, deleted or expired key
 // is ErrNotFound; a live key without a TTL is ErrNoTTL.
 func (s *Store[V]) TTL(key string) (time.Duration, error) {
 	e, now, ok := s.liveEntry(key)
 	switch {
 	case !ok:
-		return 0, fmt.Errorf("revkv: ttl of %q: %w", key, ErrNotFound)
+		return 0, keyErr("ttl of", key, "", ErrNotFound)
 	case !e.HasTTL:
-		return 0, fmt.Errorf("revkv: ttl of %q: %w", key, ErrNoTTL)
+		return 0, keyErr("ttl of", key, "", ErrNoTTL)
 	}
 	if now.IsZero() {
 		now = s.order.Now(s.order.Head())
@@ -147,7 +156,7 @@ func (s *Store[V]) GetAt(key string, rev Revision) (V, bool, error) {
 		return zero, false, nil
 	}
 	if h := s.order.Head(); r > h.Rev {
-		return zero, false, fmt.Errorf("revkv: get %q at %d (latest %d): %w", key, rev, h.Rev, ErrFutureRevision)
+		return zero, false, readErr(key, rev, detail(ErrFutureRevision, "latest is "+strconv.FormatInt(h.Rev, 10)))
 	}
 	e, st := revlog.Entry[V]{}, revlog.Absent
 	if kl := s.lookup(key); kl != nil {
@@ -158,7 +167,7 @@ func (s *Store[V]) GetAt(key string, rev Revision) (V, bool, error) {
 	// The compaction is checked after the read: a Compact that ran during it
 	// may have removed the key, and then the answer is no longer known.
 	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && r < m.rev) {
-		return zero, false, fmt.Errorf("revkv: get %q at %d: %w", key, rev, ErrCompacted)
+		return zero, false, readErr(key, rev, ErrCompacted)
 	}
 	if st != revlog.Found || e.Op != revlog.Put {
 		return zero, false, nil
@@ -173,7 +182,7 @@ func (s *Store[V]) GetAt(key string, rev Revision) (V, bool, error) {
 func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 	var zero V
 	if now := s.order.Now(s.order.Head()); t.After(now) {
-		return zero, false, fmt.Errorf("revkv: get %q as of %v (now %v): %w", key, t, now, ErrFutureRevision)
+		return zero, false, keyErr("get", key, "as of "+t.String(), detail(ErrFutureRevision, "now is "+now.String()))
 	}
 	if first, ok := s.order.First(); !ok || t.Before(first) {
 		return zero, false, nil
@@ -185,10 +194,35 @@ func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 		kl.mu.RUnlock()
 	}
 	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && t.Before(m.time)) {
-		return zero, false, fmt.Errorf("revkv: get %q as of %v: %w", key, t, ErrCompacted)
+		return zero, false, keyErr("get", key, "as of "+t.String(), ErrCompacted)
 	}
 	if st != revlog.Found || !e.Live(ttl.Nanos(t)) {
 		return zero, false, nil
 	}
 	return e.Value, true, nil
+}
+
+// readErr is the error of GetAt(key, rev).
+func readErr(key string, rev Revision, err error) error {
+	e := keyErr("get", key, "at "+strconv.FormatInt(int64(rev), 10), err)
+	e.Rev = rev
+	return e
+}
+
+// Scan yields the live keys with the given prefix and their values, in
+// byte-wise key order. It is a consistent snapshot as of the revision current
+// when the iteration began (expiry judged at that moment); the loop body may
+// read and write the store, which never changes what the loop yields. The
+// revision is pinned, as by a View, until the loop ends. Each step is
+// O(log n) in the key's history; starting costs O(log keys).
+func (s *Store[V]) Scan(prefix string) iter.Seq2[string, V] {
+	return func(yield func(string, V) bool) {
+		s.mu.Lock()
+		h := s.order.Head()
+		v := s.openLocked(h.Rev, s.order.Now(h))
+		keys := s.tree.Clone()
+		s.mu.Unlock()
+		defer v.Close()
+		v.scan(keys, prefix, yield)
+	}
 }

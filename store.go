@@ -1,10 +1,7 @@
 package revkv
 
 import (
-	"iter"
-	"math"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,50 +14,8 @@ import (
 	"github.com/revkv/revkv/ttl"
 )
 
-// Revision is the store's global change counter: 0 means nothing was written
-// yet, and every change takes the next one.
-type Revision int64
-
-// Op says what an Entry did.
-type Op uint8
-
-const (
-	OpPut    Op = iota + 1 // value written (also: TTL set or removed)
-	OpDelete               // explicit delete
-	OpExpire               // the key's TTL ran out
-)
-
-// String returns "put", "delete" or "expire".
-func (op Op) String() string {
-	switch op {
-	case OpPut:
-		return "put"
-	case OpDelete:
-		return "delete"
-	case OpExpire:
-		return "expire"
-	}
-	return "Op(" + strconv.Itoa(int(op)) + ")"
-}
-
-// Entry is one revision of one key.
-type Entry[V any] struct {
-	Key       string
-	Op        Op
-	Value     V         // zero unless Op == OpPut
-	Rev       Revision  // the revision that made this entry
-	Time      time.Time // when it took effect (for OpExpire: the exact expiry time)
-	ExpiresAt time.Time // zero: no TTL; always zero on OpDelete and OpExpire
-}
-
-// entryOf returns e as the public Entry of key, its times in their
-// locations from zones.
-func entryOf[V any](key string, e *revlog.Entry[V], zones *revlog.Zones) Entry[V] {
-	return Entry[V]{Key: key, Op: Op(e.Op), Value: e.Value, Rev: Revision(e.Rev), Time: e.Time(zones), ExpiresAt: e.ExpiresAt(zones)}
-}
-
-// Store is an in-memory multi-version key-value store. Every method is safe
-// for concurrent use. See the package documentation for the data model.
+// Store is a multi-version key-value store. Every method is safe for
+// concurrent use. See the package documentation for the data model.
 //
 // Store is a handle: the data and the background goroutines live in state,
 // which never points back at the handle, so that a Store dropped without
@@ -69,6 +24,32 @@ type Store[V any] struct {
 	*state[V]
 }
 
+// state is the store.
+//
+// Locks, and the order they are taken in: mu first. A holder of mu takes a
+// keyLog's mu or indexMu, one at a time and briefly, never the two together.
+// A reader takes indexMu's read lock or one keyLog's read lock, each alone,
+// and never takes mu while holding either. So no lock is ever taken while
+// indexMu or a keyLog's mu is held.
+//
+// Joint invariant, whenever mu is free (Check verifies it in tests):
+//   - index, tree and slots hold the same keys, each with the same *keyLog;
+//     slots[kl.slot] == kl; no log among them is empty;
+//   - every log's entries are at or below the head's revision, with strictly
+//     increasing revisions and times that never decrease;
+//   - index[k] is indexedOf(k's newest entry), or, when that is an
+//     OpExpire, of the OpPut before it (see expireLocked);
+//   - the expiry index holds exactly the keys whose newest entry is an OpPut
+//     with a TTL, at its ExpiresAt, each with its *keyLog; none of them is
+//     due at the head's time unless a write is about to materialise it;
+//   - liveKeys counts the keys whose newest entry is an OpPut;
+//   - floor is max(compactRev, trimFloor), and compaction (if set) holds
+//     compactRev.
+//
+// A published revision is never changed: writers append above the head
+// and publish with one store of the head (mvcc.Order), under indexMu with
+// the index slots that go with it, so a reader sees every slot and every
+// entry as of the head it loads.
 type state[V any] struct {
 	opts  options
 	order *mvcc.Order  // revisions and their times; readers load its head
@@ -76,11 +57,7 @@ type state[V any] struct {
 
 	// index maps each key to its log and a copy of its newest entry, so that
 	// a read of the latest state is one map lookup, as in a bare map, and
-	// never touches the tree or the log. Writers change it under mu and,
-	// briefly, indexMu, and publish each revision while holding indexMu: a
-	// reader under indexMu's read lock sees every slot as of the head it
-	// loads. The one exception: an expiry leaves the slot of the value it
-	// ends, whose deadline every reader's now has passed (expireLocked).
+	// never touches the tree or the log.
 	indexMu sync.RWMutex // guards index, and orders it with order's head
 	index   map[string]indexed[V]
 
@@ -99,7 +76,7 @@ type state[V any] struct {
 	trimFloor  int64                     // highest oldest-remaining revision left by a count trim
 	slots      []*keyLog[V]              // the keys of index, in no order: the trimmer picks from it in O(1)
 	pins       map[int64]int             // revisions of open Views (and Scans) → how many
-	oldestPin  int64                     // smallest key of pins; math.MaxInt64 when none
+	oldestPin  int64                     // smallest key of pins; noPin when none
 	closed     bool
 
 	stop      chan struct{}  // closed by shutdown: the background goroutines return
@@ -112,51 +89,6 @@ type mark struct {
 	rev  int64
 	time time.Time
 }
-
-// indexed is a key's slot in the index: what a read of the latest state needs
-// of the log's newest entry (a log always keeps it), and the log. It is kept
-// small (40 bytes with a slice value; 56 with the map's copy of the key)
-// because a lookup copies all of it out of the map. Its revision is not kept:
-// it is the newest in the log at the head loaded with the slot (see
-// liveEntry).
-//
-// Invariant: the slot is indexedOf(the newest entry), or, when that is an
-// OpExpire, indexedOf(the OpPut before it, still in the log), whose deadline
-// is the OpExpire's time.
-type indexed[V any] struct {
-	value V
-	// deadline is when value stops being live, in Unix nanoseconds: never
-	// for a value without a TTL, gone for a tombstone (OpDelete, OpExpire),
-	// else its ExpiresAt, which ttl.ExpiryTime keeps strictly between the two.
-	deadline int64
-	kl       *keyLog[V]
-}
-
-const (
-	never = math.MaxInt64 // indexed.deadline of a value without a TTL
-	gone  = math.MinInt64 // indexed.deadline of a tombstone
-)
-
-func indexedOf[V any](kl *keyLog[V], e *revlog.Entry[V]) indexed[V] {
-	x := indexed[V]{value: e.Value, deadline: never, kl: kl}
-	switch {
-	case e.Op != revlog.Put:
-		x.deadline = gone
-	case e.HasTTL:
-		x.deadline = e.Expires
-	}
-	return x
-}
-
-// keyLog is one key's place in the store.
-type keyLog[V any] struct {
-	key  string
-	mu   sync.RWMutex // guards log against readers; writers also hold Store.mu
-	log  revlog.Log[V]
-	slot int // index in state.slots; guarded by Store.mu
-}
-
-func lessKey[V any](a, b *keyLog[V]) bool { return a.key < b.key }
 
 // New returns an empty store. It starts a goroutine only if an interval
 // option asks for one (WithExpiryInterval, WithTrimInterval); Close stops
@@ -232,22 +164,4 @@ func (s *state[V]) shutdown() {
 		close(s.stop)
 		s.bg.Wait()
 	})
-}
-
-// Scan yields the live keys with the given prefix and their values, in
-// byte-wise key order. It is a consistent snapshot as of the revision current
-// when the iteration began (expiry judged at that moment); the loop body may
-// read and write the store, which never changes what the loop yields. The
-// revision is pinned, as by a View, until the loop ends. Each step is
-// O(log n) in the key's history; starting costs O(log keys).
-func (s *Store[V]) Scan(prefix string) iter.Seq2[string, V] {
-	return func(yield func(string, V) bool) {
-		s.mu.Lock()
-		h := s.order.Head()
-		v := s.openLocked(h.Rev, s.order.Now(h))
-		keys := s.tree.Clone()
-		s.mu.Unlock()
-		defer v.Close()
-		v.scan(keys, prefix, yield)
-	}
 }

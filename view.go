@@ -1,8 +1,8 @@
 package revkv
 
 import (
-	"fmt"
 	"iter"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,11 +43,11 @@ func (s *Store[V]) At(rev Revision) (*View[V], error) {
 	r := int64(rev)
 	switch {
 	case r > h.Rev:
-		return nil, fmt.Errorf("revkv: view at %d (latest %d): %w", rev, h.Rev, ErrFutureRevision)
+		return nil, viewErr(rev, detail(ErrFutureRevision, "latest is "+strconv.FormatInt(h.Rev, 10)))
 	case r <= 0:
 		return s.openLocked(0, time.Time{}), nil
 	case r < s.floor.Load():
-		return nil, fmt.Errorf("revkv: view at %d (floor %d): %w", rev, s.floor.Load(), ErrCompacted)
+		return nil, viewErr(rev, detail(ErrCompacted, "floor is "+strconv.FormatInt(s.floor.Load(), 10)))
 	}
 	return s.openLocked(r, time.Time{}), nil
 }
@@ -60,13 +60,18 @@ func (s *Store[V]) AsOf(t time.Time) (*View[V], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now := s.order.Now(s.order.Head()); t.After(now) {
-		return nil, fmt.Errorf("revkv: view as of %v (now %v): %w", t, now, ErrFutureRevision)
+		return nil, revErr("view", 0, "as of "+t.String(), detail(ErrFutureRevision, "now is "+now.String()))
 	}
 	r, known := s.order.RevAt(t)
 	if !known || (r > 0 && r < s.floor.Load()) {
-		return nil, fmt.Errorf("revkv: view as of %v (floor %d): %w", t, s.floor.Load(), ErrCompacted)
+		return nil, revErr("view", Revision(r), "as of "+t.String(), detail(ErrCompacted, "floor is "+strconv.FormatInt(s.floor.Load(), 10)))
 	}
 	return s.openLocked(r, t), nil
+}
+
+// viewErr is the error of At(rev).
+func viewErr(rev Revision, err error) error {
+	return revErr("view", rev, "at "+strconv.FormatInt(int64(rev), 10), err)
 }
 
 // openLocked returns a view at rev, pinned unless it is the empty state.

@@ -40,9 +40,9 @@ type Order struct {
 
 // stampBlock is how many heads one allocation holds. A published Stamp is
 // never written again, so readers may keep pointers into a block while the
-// writer fills the rest of it. 127 heads of 32 bytes and the allocator's
-// 8-byte header (a Stamp holds a pointer) are 4,072 bytes, which fit the
-// 4,096-byte size class: 32 B a revision. 128 would take the 4,864-byte class, 38 B a revision.
+// writer fills the rest of it. 127 is the most that, with the allocator's
+// header, fit one of its 4 KiB size classes: one more would take the next
+// class up and waste most of its extra room.
 const stampBlock = 127
 
 // instant is a time.Time without its location: 16 bytes and no pointer, so
@@ -103,13 +103,23 @@ func (o *Order) Next() int64 { return o.Head().Rev + 1 }
 // head's time. Whatever the caller wrote for that revision must be in place
 // before Commit: readers that load the new head expect to find it. O(1)
 // amortised.
-func (o *Order) Commit(t time.Time) int64 {
+func (o *Order) Commit(t time.Time) int64 { return o.CommitN(1, t) }
+
+// CommitN publishes the next n revisions (n >= 1), all with time t, in one
+// step: a reader loads the head before them or the head after them, never
+// one in between. That is how a batch of writes becomes visible together.
+// It returns the last of them. O(n) amortised.
+func (o *Order) CommitN(n int, t time.Time) int64 {
 	rev := o.Next()
 	if rev == 1 {
 		first := t // a copy: taking t's address would move t to the heap on every call
 		o.first.Store(&first)
 	}
-	o.times.push(instantOf(t))
+	at := instantOf(t)
+	for range n {
+		o.times.push(at)
+	}
+	rev += int64(n) - 1
 	if len(o.stamps) == 0 {
 		o.stamps = make([]Stamp, stampBlock)
 	}

@@ -134,3 +134,24 @@ func TestCommitAllocatesLittle(t *testing.T) {
 	perRev := float64(after.TotalAlloc-before.TotalAlloc) / n
 	require.Less(t, perRev, 16+33.0, "bytes allocated a commit: %.2f", perRev)
 }
+
+// TestCommitN: a batch takes consecutive revisions with one time, and a
+// reader sees only the head after the whole batch.
+func TestCommitN(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	o := NewOrder(func() time.Time { return t0 })
+	require.Equal(t, int64(1), o.Commit(t0))
+	require.Equal(t, int64(4), o.CommitN(3, t0.Add(time.Second)))
+	require.Equal(t, Stamp{Rev: 4, Time: t0.Add(time.Second)}, o.Head())
+	for rev := int64(2); rev <= 4; rev++ {
+		at, ok := o.TimeOf(rev)
+		require.True(t, ok)
+		require.Equal(t, t0.Add(time.Second), at)
+	}
+	r, known := o.RevAt(t0.Add(time.Second))
+	require.True(t, known)
+	require.Equal(t, int64(4), r, "a time read lands after the whole batch")
+	r, _ = o.RevAt(t0)
+	require.Equal(t, int64(1), r)
+	require.Equal(t, int64(5), o.Next())
+}

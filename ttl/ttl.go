@@ -107,17 +107,21 @@ func Nanos(t time.Time) int64 {
 }
 
 // ExpiryTime returns now+d, or false when d <= 0 or the result falls outside
-// what Unix nanoseconds can hold (years 1678 to 2262). The lowest and highest
-// values are excluded too, so no item is ever at math.MinInt64 or
-// math.MaxInt64, where Nanos saturates (and which the store uses to mean
-// "deleted" and "no TTL").
+// what Unix nanoseconds can hold (years 1678 to 2262). The last instant they
+// hold, time.Unix(0, math.MaxInt64), is valid: Nanos saturates there, so an
+// expiry at it is due exactly from then on. The two lowest instants are
+// refused: the store uses their values to mean "deleted" and "no TTL", and
+// no clock after 1677 reaches them.
 func ExpiryTime(now time.Time, d time.Duration) (time.Time, bool) {
 	if d <= 0 {
 		return time.Time{}, false
 	}
 	at := now.Add(d)
-	if !at.After(now) || !at.After(minTime) || !at.Before(maxTime) {
+	if !at.After(now) || !at.After(lowest) || at.After(maxTime) {
 		return time.Time{}, false
 	}
 	return at, true
 }
+
+// lowest is the highest instant ExpiryTime refuses on the low side.
+var lowest = time.Unix(0, math.MinInt64+1)

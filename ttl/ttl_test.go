@@ -72,19 +72,19 @@ func TestExpiryTime(t *testing.T) {
 		{"negative", now, -time.Second, false},
 		{"past 2262", now, math.MaxInt64, false},
 		{"just inside", time.Unix(0, math.MaxInt64-10), 9, true},
-		{"to exactly the highest", time.Unix(0, math.MaxInt64-10), 10, false},
+		{"to exactly the highest", time.Unix(0, math.MaxInt64-10), 10, true},
 		{"just outside", time.Unix(0, math.MaxInt64-10), 11, false},
 		{"to exactly the Unix epoch", time.Unix(-1, 0), time.Second, true},
 		{"from before 1678", time.Unix(0, math.MinInt64).Add(-time.Hour), time.Minute, false},
-		{"to just after 1678", time.Unix(0, math.MinInt64).Add(-time.Minute), time.Minute + 1, true},
+		{"to the third lowest", time.Unix(0, math.MinInt64).Add(-time.Minute), time.Minute + 2, true},
+		{"to the second lowest", time.Unix(0, math.MinInt64).Add(-time.Minute), time.Minute + 1, false},
 		{"to exactly the lowest", time.Unix(0, math.MinInt64).Add(-time.Minute), time.Minute, false},
 	} {
 		at, ok := ExpiryTime(tc.now, tc.d)
 		require.Equal(t, tc.ok, ok, tc.name)
 		if ok {
 			require.Equal(t, tc.now.Add(tc.d), at, tc.name)
-			require.Greater(t, Nanos(at), int64(math.MinInt64), tc.name)
-			require.Less(t, Nanos(at), int64(math.MaxInt64), tc.name)
+			require.Greater(t, Nanos(at), int64(math.MinInt64+1), tc.name)
 		}
 	}
 }

@@ -1,0 +1,125 @@
+package revkv
+
+import (
+	"time"
+
+	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/ttl"
+)
+
+// PurgeExpired writes an OpExpire entry for every expiry due by now and
+// returns how many. It costs O(expired × log n), whatever the number of keys
+// with a TTL. After Close it returns 0.
+func (s *Store[V]) PurgeExpired() int { return s.purge() }
+
+// expiryBatch is how many expiries purge writes per hold of the write lock:
+// enough that a purge is not dominated by taking the lock, few enough that a
+// burst of a million expiries lets other writes in between batches (SNKV
+// purges 256 per transaction for the same reason).
+const expiryBatch = 256
+
+// purge materialises every expiry due, expiryBatch at a time, and returns how
+// many. It is PurgeExpired and each tick of the expirer.
+func (s *state[V]) purge() int {
+	total := 0
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return total
+		}
+		n := s.materializeLocked(s.order.Now(s.order.Head()), expiryBatch)
+		s.mu.Unlock()
+		total += n
+		if n < expiryBatch {
+			return total
+		}
+	}
+}
+
+// expire is the expirer goroutine (WithExpiryInterval).
+func (s *state[V]) expire(every time.Duration) {
+	defer s.bg.Done()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			s.purge()
+		}
+	}
+}
+
+// materializeLocked writes an OpExpire entry, at exactly its expiry time, for
+// every expiry due at now (at most limit of them), in order of expiry time
+// (ties: key order), and returns how many. O(expired × log n).
+func (s *state[V]) materializeLocked(now time.Time, limit int) int {
+	due := ttl.Nanos(now)
+	n := 0
+	for n < limit && s.expiry.Due(due) {
+		n += s.expireDueLocked(due, min(limit-n, expiryRun))
+	}
+	return n
+}
+
+// expiryRun is how many expiries expireDueLocked reads before it writes.
+const expiryRun = 32
+
+// expireDueLocked pops up to limit due expiries (at least one is due) and
+// writes their OpExpire entries; it returns how many.
+//
+// The keys' logs are scattered over the heap, so reading each key's expiry
+// time (from its newest entry) is two cache misses in a row: the key's log,
+// then the entry. It takes each step for the whole run before the next, in
+// loops of their own, so the processor waits for a run's misses side by side,
+// not one after the other; then it writes.
+func (s *state[V]) expireDueLocked(due int64, limit int) int {
+	var (
+		kls  [expiryRun]*keyLog[V]
+		last [expiryRun]*revlog.Entry[V]
+		ats  [expiryRun]time.Time
+	)
+	m := 0
+	for ; m < limit; m++ {
+		it, ok := s.expiry.PopDue(due)
+		if !ok {
+			break
+		}
+		kls[m] = it.Val
+	}
+	for i, kl := range kls[:m] {
+		last[i], _ = kl.log.Last() // a pending expiry's key has entries
+	}
+	for i, e := range last[:m] {
+		ats[i] = e.ExpiresAt(&s.zones)
+	}
+	for i, kl := range kls[:m] {
+		s.expireLocked(kl, ats[i])
+	}
+	return m
+}
+
+// expireLocked writes kl's OpExpire entry, as the next revision, at t: the
+// expiry time of its newest entry (an OpPut with a TTL: a newer write removes
+// the pending expiry), which the caller has read.
+//
+// It leaves kl's index slot as it is, so that a purge never looks the key up
+// in the index map, which would be most of its cost. The slot goes on holding
+// the expired value with its deadline, which every reader's now has reached
+// (now is never before the head's time, and this revision's time is that
+// deadline), so every read of the latest state already treats it as missing;
+// and the value is still in the log, in the OpPut before this entry, until a
+// trim or compaction drops that and refreshes the slot (refreshSlotLocked).
+// The next write to the key replaces the slot.
+func (s *state[V]) expireLocked(kl *keyLog[V], t time.Time) {
+	e := revlog.Entry[V]{Op: revlog.Expire, Rev: s.order.Next()}
+	e.SetTime(t, &s.zones)
+	kl.mu.Lock()
+	kl.log.Append(e)
+	kl.mu.Unlock()
+	s.order.Commit(t) // no slot changes with it, so indexMu is not needed
+	s.liveKeys--
+	s.trimIfOverLocked(kl)
+}

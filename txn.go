@@ -1,0 +1,200 @@
+package revkv
+
+import (
+	"math"
+	"time"
+
+	"github.com/revkv/revkv/revlog"
+)
+
+// Update runs fn as one atomic, serializable write of any number of keys,
+// as bbolt's db.Update does. fn runs under the store's write lock, after the
+// expiries due at the transaction's time were written (as at the start of
+// any write call): it reads the latest state plus its own writes, and no
+// other write can come between its reads and its writes.
+//
+// If fn returns nil, its writes commit as consecutive revisions, one per
+// write (a key written twice takes two), all with one time, and become
+// visible together: no read of the latest state, Scan or View at the head
+// sees some of them without all of them. Update returns the last of them, or
+// Rev() if fn wrote nothing. Every rule of a single write holds for each:
+// TTL checks, a newer write cancelling an older expiry, the history cap.
+//
+// A read at a revision inside a batch (GetAt, At) sees the batch's prefix up
+// to that revision, since every revision is still one change; reads by time
+// (GetAsOf, AsOf) land after the whole batch, whose revisions share a time.
+//
+// If fn returns an error or panics, nothing fn wrote is written: Update
+// returns fn's error as it is, or lets the panic go on once the lock is
+// released. A write inside fn that fails (ErrInvalidTTL, ErrNotFound,
+// ErrNoTTL) writes nothing and leaves fn free to go on or give up.
+//
+// The Txn is valid only inside fn and only on fn's goroutine; its methods
+// return ErrClosed afterwards. fn must not call the store's own methods that
+// take the write lock (Put, Delete, Update, Len, Scan, At, Compact, ...):
+// that deadlocks, as it does in bbolt.
+func (s *Store[V]) Update(fn func(tx *Txn[V]) error) (Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, &OpError{Op: "update", Err: ErrClosed, keyless: true}
+	}
+	h := s.order.Head()
+	now := s.order.Now(h)
+	s.materializeLocked(now, math.MaxInt)
+	tx := &Txn[V]{s: s.state, now: now, base: s.order.Head().Rev}
+	defer func() { tx.s = nil }() // also on a panic: the Txn is dead
+	if err := fn(tx); err != nil {
+		return 0, err
+	}
+	if len(tx.changes) == 0 {
+		return Revision(tx.base), nil
+	}
+	return Revision(s.commitLocked(tx.changes, now)), nil
+}
+
+// Txn is a transaction of Update: reads of the latest state plus its own
+// writes, and writes that commit together when Update's fn returns nil.
+// It is not safe for concurrent use, and dead once fn returns.
+type Txn[V any] struct {
+	s       *state[V] // nil once fn returned
+	now     time.Time // the time of every revision it commits
+	base    int64     // the head when fn began; its writes take base+1, base+2, ...
+	changes []change[V]
+	// last maps a key to the index in changes of its newest write, once
+	// there are more than txScan changes; below that a backward scan is
+	// cheaper than the map.
+	last map[string]int
+}
+
+// txScan is how many changes a Txn searches by scanning before it indexes
+// them in a map.
+const txScan = 16
+
+// newestIndex returns the index in changes of key's newest write in tx, or -1.
+func (tx *Txn[V]) newestIndex(key string) int {
+	if tx.last != nil {
+		if i, ok := tx.last[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := len(tx.changes) - 1; i >= 0; i-- {
+		if tx.changes[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// current returns key's newest entry as the transaction sees it, whether it
+// is live, its log in the store (nil if none) and the index of its newest
+// write in tx (-1 if none).
+func (tx *Txn[V]) current(key string) (e revlog.Entry[V], live bool, kl *keyLog[V], prev int) {
+	if i := tx.newestIndex(key); i >= 0 {
+		c := &tx.changes[i]
+		return c.e, c.e.Op == revlog.Put, c.kl, i
+	}
+	kl = tx.s.lookupLocked(key)
+	e, live = newest(kl)
+	return e, live, kl, -1
+}
+
+// Get returns key's live value as the transaction sees it.
+func (tx *Txn[V]) Get(key string) (V, bool) {
+	if tx.s == nil {
+		var zero V
+		return zero, false
+	}
+	e, live, _, _ := tx.current(key)
+	return e.Value, live
+}
+
+// GetEntry returns key's live entry as the transaction sees it. An entry the
+// transaction wrote carries the revision and time it will commit with.
+func (tx *Txn[V]) GetEntry(key string) (Entry[V], bool) {
+	if tx.s == nil {
+		return Entry[V]{}, false
+	}
+	e, live, _, _ := tx.current(key)
+	if !live {
+		return Entry[V]{}, false
+	}
+	return entryOf(key, &e, &tx.s.zones), true
+}
+
+// Put writes value under key with no TTL, as Store.Put does.
+func (tx *Txn[V]) Put(key string, value V) error {
+	return tx.write("put", key, "", 0, putValue(value))
+}
+
+// PutTTL writes value under key until the transaction's time plus ttl, as
+// Store.PutTTL does; ErrInvalidTTL writes nothing.
+func (tx *Txn[V]) PutTTL(key string, value V, ttl time.Duration) error {
+	if ttl <= 0 {
+		return tx.fail("put", key, "with ttl "+ttl.String(), ErrInvalidTTL)
+	}
+	return tx.write("put", key, "with ttl "+ttl.String(), ttl, putValue(value))
+}
+
+// Delete removes key, as Store.Delete does; ErrNotFound if it is not live.
+func (tx *Txn[V]) Delete(key string) error {
+	return tx.write("delete", key, "", 0, deleteLive[V])
+}
+
+// Expire gives a live key a new TTL, as Store.Expire does.
+func (tx *Txn[V]) Expire(key string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return tx.fail("expire", key, "in "+ttl.String(), ErrInvalidTTL)
+	}
+	return tx.write("expire", key, "in "+ttl.String(), ttl, keepValue[V])
+}
+
+// Persist removes a live key's TTL, as Store.Persist does.
+func (tx *Txn[V]) Persist(key string) error {
+	return tx.write("persist", key, "", 0, persistLive[V])
+}
+
+func (tx *Txn[V]) fail(op, key, arg string, err error) error {
+	if tx.s == nil {
+		err = ErrClosed
+	}
+	return keyErr(op, key, arg, err)
+}
+
+// write stages one write: d > 0 gives it a TTL of d from the transaction's
+// time; decide says what it writes given the key's current entry.
+func (tx *Txn[V]) write(op, key, arg string, d time.Duration, decide decider[V]) error {
+	if tx.s == nil {
+		return tx.fail(op, key, arg, ErrClosed)
+	}
+	c := change[V]{key: key}
+	if d > 0 {
+		at, err := expiryOf(tx.now, d)
+		if err != nil {
+			return tx.fail(op, key, arg, err)
+		}
+		c.e.Expires, c.e.HasTTL = at, true
+	}
+	cur, live, kl, prev := tx.current(key)
+	var err error
+	if c.e.Op, c.e.Value, err = decide(cur, live); err != nil {
+		return tx.fail(op, key, arg, err)
+	}
+	c.kl, c.prev = kl, prev
+	// The revision and time it will commit with, for GetEntry; commit sets
+	// the same again.
+	c.e.Rev = tx.base + int64(len(tx.changes)) + 1
+	c.e.SetTime(tx.now, &tx.s.zones)
+	tx.changes = append(tx.changes, c)
+	switch n := len(tx.changes); {
+	case n == txScan+1:
+		tx.last = make(map[string]int, 2*n)
+		for i := range tx.changes {
+			tx.last[tx.changes[i].key] = i
+		}
+	case n > txScan+1:
+		tx.last[key] = n - 1
+	}
+	return nil
+}
