@@ -250,3 +250,39 @@ func BenchmarkPurgeOnePercent(b *testing.B) {
 	}
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(expired), "ns/expired")
 }
+
+// BenchmarkUpdate compares Update with single writes over 1,024 keys whose
+// logs are capped (WithMaxHistory(8)), so every sub-benchmark runs in the
+// same steady state whatever its b.N: one Put alone and in an Update, and
+// eight Puts alone and in one Update (ns/key is per key written).
+func BenchmarkUpdate(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		batch int
+		txn   bool
+	}{{"Put", 1, false}, {"Update1", 1, true}, {"Put8", 8, false}, {"Update8", 8, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := revkv.New[[]byte](revkv.WithMaxHistory(8))
+			defer s.Close()
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				if !bc.txn {
+					for range bc.batch {
+						s.Put(benchNames[k&1023], benchValue)
+						k++
+					}
+					continue
+				}
+				s.Update(func(tx *revkv.Txn[[]byte]) error {
+					for range bc.batch {
+						tx.Put(benchNames[k&1023], benchValue)
+						k++
+					}
+					return nil
+				})
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(k), "ns/key")
+		})
+	}
+}

@@ -29,6 +29,9 @@ const (
 	linGetEntry
 	linDelete
 	linCompareAndPut
+	linUpdate // one Update: puts value under key and under the next key
+	linView   // a View at Rev(): every key's value
+	linOps    // how many ops there are
 )
 
 type linInput struct {
@@ -44,6 +47,8 @@ type linOutput struct {
 	value int
 	ok    bool
 	ttl   bool // GetEntry: the entry has an expiry time
+	vals  [linKeys]int
+	oks   [linKeys]bool // linView: each key's value and whether it exists
 }
 
 type linKey struct {
@@ -91,6 +96,21 @@ func linStep(state, input, output any) (bool, any) {
 			return out.err == "conflict", s
 		}
 		return wrote(linKey{exists: true, value: in.value})
+	case linUpdate: // two revisions, published together
+		if out.err != "" || out.rev != s.rev+2 {
+			return false, s
+		}
+		s.keys[in.key] = linKey{exists: true, value: in.value, rev: s.rev + 1}
+		s.keys[(in.key+1)%linKeys] = linKey{exists: true, value: in.value, rev: s.rev + 2}
+		s.rev += 2
+		return true, s
+	case linView:
+		for i, k := range s.keys {
+			if out.oks[i] != k.exists || k.exists && out.vals[i] != k.value {
+				return false, s
+			}
+		}
+		return out.rev == s.rev, s
 	}
 	return false, s
 }
@@ -100,9 +120,9 @@ var linModel = porcupine.Model{
 	Step: linStep,
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(linInput), output.(linOutput)
-		names := []string{"Put", "PutTTL", "Get", "GetEntry", "Delete", "CompareAndPut"}
-		return fmt.Sprintf("%s(k%d, v=%d, mod=%d) → rev=%d v=%d ok=%v ttl=%v %s",
-			names[in.op], in.key, in.value, in.modRev, out.rev, out.value, out.ok, out.ttl, out.err)
+		names := []string{"Put", "PutTTL", "Get", "GetEntry", "Delete", "CompareAndPut", "Update", "View"}
+		return fmt.Sprintf("%s(k%d, v=%d, mod=%d) → rev=%d v=%d ok=%v ttl=%v %v %v %s",
+			names[in.op], in.key, in.value, in.modRev, out.rev, out.value, out.ok, out.ttl, out.vals, out.oks, out.err)
 	},
 	DescribeState: func(state any) string { return fmt.Sprintf("%+v", state.(linState)) },
 }
@@ -129,6 +149,24 @@ func linRun(s *revkv.Store[int], in linInput) linOutput {
 		rev, err = s.Delete(key)
 	case linCompareAndPut:
 		rev, err = s.CompareAndPut(key, revkv.Revision(in.modRev), in.value)
+	case linUpdate:
+		rev, err = s.Update(func(tx *revkv.Txn[int]) error {
+			if err := tx.Put(key, in.value); err != nil {
+				return err
+			}
+			return tx.Put(fmt.Sprint("k", (in.key+1)%linKeys), in.value)
+		})
+	case linView:
+		v, verr := s.At(s.Rev())
+		if verr != nil {
+			err = verr
+			break
+		}
+		for i := range linKeys {
+			out.vals[i], out.oks[i] = v.Get(fmt.Sprint("k", i))
+		}
+		rev = v.Rev()
+		v.Close()
 	}
 	switch {
 	case errors.Is(err, revkv.ErrNotFound):
@@ -161,7 +199,7 @@ func recordHistory(s *revkv.Store[int], seed int64, clients, ops int) []porcupin
 			rng := rand.New(rand.NewSource(seed*100 + int64(c)))
 			var lastRev int64
 			for range ops {
-				in := linInput{op: linOp(rng.Intn(6)), key: rng.Intn(linKeys), value: rng.Intn(1000)}
+				in := linInput{op: linOp(rng.Intn(int(linOps))), key: rng.Intn(linKeys), value: rng.Intn(1000)}
 				if in.op == linCompareAndPut {
 					switch rng.Intn(3) {
 					case 0: // create only if missing
@@ -188,7 +226,8 @@ func recordHistory(s *revkv.Store[int], seed int64, clients, ops int) []porcupin
 }
 
 // TestLinearizable records concurrent histories of Put, PutTTL, Get,
-// GetEntry, Delete and CompareAndPut on three keys from four goroutines and
+// GetEntry, Delete, CompareAndPut, an Update of two keys (one operation of
+// two revisions) and a View of every key, on three keys from four goroutines, and
 // checks them with porcupine against SPEC's sequential model, in which every
 // write takes exactly the next revision. On failure it writes porcupine's
 // visualisation to a file and prints its path.

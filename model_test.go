@@ -541,3 +541,134 @@ func sameErr(got, want error) bool {
 	}
 	return errors.Is(got, want)
 }
+
+// ---- Update ----
+
+// mTxn is the model's transaction: it writes straight into the model's list
+// (so its reads see its own writes) and Update takes the writes back if fn
+// fails.
+type mTxn struct {
+	m    *model
+	now  time.Time
+	keys []string // the keys written, in order, repeats included
+	dead bool
+}
+
+// Update mirrors SPEC §9: expiries due first, fn's writes at one time, the
+// history cap applied once the batch is in, nothing kept if fn fails.
+func (m *model) Update(fn func(tx *mTxn) error) (rev revkv.Revision, err error) {
+	if m.closed {
+		return 0, revkv.ErrClosed
+	}
+	now := m.now()
+	m.materialize(now)
+	tx := &mTxn{m: m, now: now}
+	n0 := len(m.revs)
+	done := false
+	defer func() {
+		tx.dead = true
+		if !done { // an error or a panic: take every write back
+			m.revs = m.revs[:n0]
+			for _, k := range tx.keys {
+				rs := m.byKey[k]
+				for len(rs) > 0 && rs[len(rs)-1] > int64(n0) {
+					rs = rs[:len(rs)-1]
+				}
+				if len(rs) == 0 {
+					delete(m.byKey, k)
+				} else {
+					m.byKey[k] = rs
+				}
+			}
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return 0, err
+	}
+	done = true
+	for _, k := range tx.keys {
+		if n := m.maxHistory; n > 0 && len(m.retained(k)) > 2*n {
+			m.trimCount(k)
+		}
+	}
+	return revkv.Revision(m.rev()), nil
+}
+
+func (tx *mTxn) write(key string, ttl time.Duration, decide func(cur mEntry, live bool) (revkv.Op, int, error)) error {
+	if tx.dead {
+		return revkv.ErrClosed
+	}
+	var expiresAt time.Time
+	if ttl != 0 {
+		expiresAt = tx.now.Add(ttl)
+		if ttl < 0 || !expiresAt.After(tx.now) || !expiresAt.After(minNanos) || expiresAt.After(maxNanos) {
+			return revkv.ErrInvalidTTL
+		}
+	}
+	cur, ok := tx.m.latest(key)
+	op, v, err := decide(cur, liveAt(cur, ok, tx.now))
+	if err != nil {
+		return err
+	}
+	m := tx.m
+	e := mEntry{key: key, op: op, value: v, time: tx.now, expiresAt: expiresAt, rev: m.rev() + 1}
+	m.revs = append(m.revs, e)
+	m.byKey[key] = append(m.byKey[key], e.rev)
+	tx.keys = append(tx.keys, key)
+	return nil
+}
+
+func (tx *mTxn) Get(key string) (revkv.Entry[int], bool) {
+	if tx.dead {
+		return revkv.Entry[int]{}, false
+	}
+	e, ok := tx.m.latest(key)
+	if !liveAt(e, ok, tx.now) {
+		return revkv.Entry[int]{}, false
+	}
+	return e.public(), true
+}
+
+func (tx *mTxn) Put(key string, v int) error {
+	return tx.write(key, 0, func(mEntry, bool) (revkv.Op, int, error) { return revkv.OpPut, v, nil })
+}
+
+func (tx *mTxn) PutTTL(key string, v int, ttl time.Duration) error {
+	if ttl <= 0 {
+		return revkv.ErrInvalidTTL
+	}
+	return tx.write(key, ttl, func(mEntry, bool) (revkv.Op, int, error) { return revkv.OpPut, v, nil })
+}
+
+func (tx *mTxn) Delete(key string) error {
+	return tx.write(key, 0, func(_ mEntry, live bool) (revkv.Op, int, error) {
+		if !live {
+			return 0, 0, revkv.ErrNotFound
+		}
+		return revkv.OpDelete, 0, nil
+	})
+}
+
+func (tx *mTxn) Expire(key string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return revkv.ErrInvalidTTL
+	}
+	return tx.write(key, ttl, func(cur mEntry, live bool) (revkv.Op, int, error) {
+		if !live {
+			return 0, 0, revkv.ErrNotFound
+		}
+		return revkv.OpPut, cur.value, nil
+	})
+}
+
+func (tx *mTxn) Persist(key string) error {
+	return tx.write(key, 0, func(cur mEntry, live bool) (revkv.Op, int, error) {
+		switch {
+		case !live:
+			return 0, 0, revkv.ErrNotFound
+		case cur.expiresAt.IsZero():
+			return 0, 0, revkv.ErrNoTTL
+		}
+		return revkv.OpPut, cur.value, nil
+	})
+}

@@ -77,6 +77,8 @@ type state[V any] struct {
 	slots      []*keyLog[V]              // the keys of index, in no order: the trimmer picks from it in O(1)
 	pins       map[int64]int             // revisions of open Views (and Scans) → how many
 	oldestPin  int64                     // smallest key of pins; noPin when none
+	txb        txBuffer[V]               // the running Update's writes (see Txn)
+	txns       []Txn[V]                  // Txn handles not yet handed out
 	closed     bool
 
 	stop      chan struct{}  // closed by shutdown: the background goroutines return
@@ -119,6 +121,7 @@ func New[V any](opts ...Option) *Store[V] {
 			t.Run(st.stop)
 		}()
 	}
+	st.txb.s = st
 	s := &Store[V]{st}
 	if o.expiryInterval > 0 || o.trimInterval > 0 {
 		// The goroutines hold st, never s: once s is unreachable, stop them.

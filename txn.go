@@ -39,25 +39,71 @@ func (s *Store[V]) Update(fn func(tx *Txn[V]) error) (Revision, error) {
 	if s.closed {
 		return 0, &OpError{Op: "update", Err: ErrClosed, keyless: true}
 	}
-	h := s.order.Head()
-	now := s.order.Now(h)
+	now := s.order.Now(s.order.Head())
 	s.materializeLocked(now, math.MaxInt)
-	tx := &Txn[V]{s: s.state, now: now, base: s.order.Head().Rev}
-	defer func() { tx.s = nil }() // also on a panic: the Txn is dead
+	b := &s.txb
+	b.now, b.base = now, s.order.Head().Rev
+	tx := s.newTxnLocked()
+	defer s.endTxnLocked(tx) // also on a panic
 	if err := fn(tx); err != nil {
 		return 0, err
 	}
-	if len(tx.changes) == 0 {
-		return Revision(tx.base), nil
+	if len(b.changes) == 0 {
+		return Revision(b.base), nil
 	}
-	return Revision(s.commitLocked(tx.changes, now)), nil
+	return Revision(s.commitLocked(b.changes, now)), nil
 }
+
+// newTxnLocked returns a new handle on the transaction buffer. Handles are
+// handed out of blocks, as mvcc hands out heads: one is never handed out
+// twice (a kept one must stay dead), and a block makes an Update's
+// allocation a fraction of one.
+func (s *state[V]) newTxnLocked() *Txn[V] {
+	if len(s.txns) == 0 {
+		s.txns = make([]Txn[V], txnBlock)
+	}
+	tx := &s.txns[0]
+	s.txns = s.txns[1:]
+	tx.b = &s.txb
+	return tx
+}
+
+// txnBlock is how many Txn handles one allocation holds.
+const txnBlock = 64
+
+// endTxnLocked kills tx (its methods answer ErrClosed from now on) and
+// empties the store's transaction buffer for the next Update, so that it
+// holds no value; a buffer grown past what is worth keeping is let go.
+func (s *state[V]) endTxnLocked(tx *Txn[V]) {
+	tx.b = nil
+	b := &s.txb
+	clear(b.changes)
+	b.changes = b.changes[:0]
+	if cap(b.changes) > maxSpare {
+		b.changes = nil
+	}
+	b.last = nil
+}
+
+// maxSpare is the largest buffer of changes the store keeps between Updates.
+const maxSpare = 1024
 
 // Txn is a transaction of Update: reads of the latest state plus its own
 // writes, and writes that commit together when Update's fn returns nil.
 // It is not safe for concurrent use, and dead once fn returns.
+//
+// It is a handle on the store's one transaction buffer (there is one
+// transaction at a time: it holds the write lock), so that an Update
+// allocates no more than the handle; a handle kept past its Update has
+// lost the buffer and answers ErrClosed.
 type Txn[V any] struct {
-	s       *state[V] // nil once fn returned
+	b *txBuffer[V] // nil once fn returned
+}
+
+// txBuffer is the state of the running transaction; state.txb, guarded by
+// state.mu.
+type txBuffer[V any] struct {
+	s       *state[V]
 	now     time.Time // the time of every revision it commits
 	base    int64     // the head when fn began; its writes take base+1, base+2, ...
 	changes []change[V]
@@ -72,7 +118,7 @@ type Txn[V any] struct {
 const txScan = 16
 
 // newestIndex returns the index in changes of key's newest write in tx, or -1.
-func (tx *Txn[V]) newestIndex(key string) int {
+func (tx *txBuffer[V]) newestIndex(key string) int {
 	if tx.last != nil {
 		if i, ok := tx.last[key]; ok {
 			return i
@@ -90,7 +136,7 @@ func (tx *Txn[V]) newestIndex(key string) int {
 // current returns key's newest entry as the transaction sees it, whether it
 // is live, its log in the store (nil if none) and the index of its newest
 // write in tx (-1 if none).
-func (tx *Txn[V]) current(key string) (e revlog.Entry[V], live bool, kl *keyLog[V], prev int) {
+func (tx *txBuffer[V]) current(key string) (e revlog.Entry[V], live bool, kl *keyLog[V], prev int) {
 	if i := tx.newestIndex(key); i >= 0 {
 		c := &tx.changes[i]
 		return c.e, c.e.Op == revlog.Put, c.kl, i
@@ -101,62 +147,66 @@ func (tx *Txn[V]) current(key string) (e revlog.Entry[V], live bool, kl *keyLog[
 }
 
 // Get returns key's live value as the transaction sees it.
-func (tx *Txn[V]) Get(key string) (V, bool) {
-	if tx.s == nil {
+func (t *Txn[V]) Get(key string) (V, bool) {
+	if t.b == nil {
 		var zero V
 		return zero, false
 	}
-	e, live, _, _ := tx.current(key)
+	e, live, _, _ := t.b.current(key)
 	return e.Value, live
 }
 
 // GetEntry returns key's live entry as the transaction sees it. An entry the
 // transaction wrote carries the revision and time it will commit with.
-func (tx *Txn[V]) GetEntry(key string) (Entry[V], bool) {
-	if tx.s == nil {
+func (t *Txn[V]) GetEntry(key string) (Entry[V], bool) {
+	tx := t.b
+	if tx == nil {
 		return Entry[V]{}, false
 	}
-	e, live, _, _ := tx.current(key)
+	e, live, _, i := tx.current(key)
 	if !live {
 		return Entry[V]{}, false
+	}
+	if i >= 0 { // its own write: the time it will commit with
+		e.SetTime(tx.now, &tx.s.zones)
 	}
 	return entryOf(key, &e, &tx.s.zones), true
 }
 
 // Put writes value under key with no TTL, as Store.Put does.
-func (tx *Txn[V]) Put(key string, value V) error {
-	return tx.write("put", key, "", 0, putValue(value))
+func (t *Txn[V]) Put(key string, value V) error {
+	return t.write("put", key, "", 0, putValue(value))
 }
 
 // PutTTL writes value under key until the transaction's time plus ttl, as
 // Store.PutTTL does; ErrInvalidTTL writes nothing.
-func (tx *Txn[V]) PutTTL(key string, value V, ttl time.Duration) error {
+func (t *Txn[V]) PutTTL(key string, value V, ttl time.Duration) error {
 	if ttl <= 0 {
-		return tx.fail("put", key, "with ttl "+ttl.String(), ErrInvalidTTL)
+		return t.fail("put", key, "with ttl "+ttl.String(), ErrInvalidTTL)
 	}
-	return tx.write("put", key, "with ttl "+ttl.String(), ttl, putValue(value))
+	return t.write("put", key, "with ttl "+ttl.String(), ttl, putValue(value))
 }
 
 // Delete removes key, as Store.Delete does; ErrNotFound if it is not live.
-func (tx *Txn[V]) Delete(key string) error {
-	return tx.write("delete", key, "", 0, deleteLive[V])
+func (t *Txn[V]) Delete(key string) error {
+	return t.write("delete", key, "", 0, deleteLive[V])
 }
 
 // Expire gives a live key a new TTL, as Store.Expire does.
-func (tx *Txn[V]) Expire(key string, ttl time.Duration) error {
+func (t *Txn[V]) Expire(key string, ttl time.Duration) error {
 	if ttl <= 0 {
-		return tx.fail("expire", key, "in "+ttl.String(), ErrInvalidTTL)
+		return t.fail("expire", key, "in "+ttl.String(), ErrInvalidTTL)
 	}
-	return tx.write("expire", key, "in "+ttl.String(), ttl, keepValue[V])
+	return t.write("expire", key, "in "+ttl.String(), ttl, keepValue[V])
 }
 
 // Persist removes a live key's TTL, as Store.Persist does.
-func (tx *Txn[V]) Persist(key string) error {
-	return tx.write("persist", key, "", 0, persistLive[V])
+func (t *Txn[V]) Persist(key string) error {
+	return t.write("persist", key, "", 0, persistLive[V])
 }
 
-func (tx *Txn[V]) fail(op, key, arg string, err error) error {
-	if tx.s == nil {
+func (t *Txn[V]) fail(op, key, arg string, err error) error {
+	if t.b == nil {
 		err = ErrClosed
 	}
 	return keyErr(op, key, arg, err)
@@ -164,28 +214,26 @@ func (tx *Txn[V]) fail(op, key, arg string, err error) error {
 
 // write stages one write: d > 0 gives it a TTL of d from the transaction's
 // time; decide says what it writes given the key's current entry.
-func (tx *Txn[V]) write(op, key, arg string, d time.Duration, decide decider[V]) error {
-	if tx.s == nil {
-		return tx.fail(op, key, arg, ErrClosed)
+func (t *Txn[V]) write(op, key, arg string, d time.Duration, decide decider[V]) error {
+	tx := t.b
+	if tx == nil {
+		return t.fail(op, key, arg, ErrClosed)
 	}
 	c := change[V]{key: key}
 	if d > 0 {
 		at, err := expiryOf(tx.now, d)
 		if err != nil {
-			return tx.fail(op, key, arg, err)
+			return t.fail(op, key, arg, err)
 		}
 		c.e.Expires, c.e.HasTTL = at, true
 	}
 	cur, live, kl, prev := tx.current(key)
 	var err error
 	if c.e.Op, c.e.Value, err = decide(cur, live); err != nil {
-		return tx.fail(op, key, arg, err)
+		return t.fail(op, key, arg, err)
 	}
 	c.kl, c.prev = kl, prev
-	// The revision and time it will commit with, for GetEntry; commit sets
-	// the same again.
-	c.e.Rev = tx.base + int64(len(tx.changes)) + 1
-	c.e.SetTime(tx.now, &tx.s.zones)
+	c.e.Rev = tx.base + int64(len(tx.changes)) + 1 // for GetEntry; commit sets it again
 	tx.changes = append(tx.changes, c)
 	switch n := len(tx.changes); {
 	case n == txScan+1:
