@@ -2,7 +2,6 @@ package revkv
 
 import (
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/google/btree"
@@ -39,12 +38,11 @@ func (s *Store[V]) Compact(rev Revision) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return revErr("compact", rev, "at "+strconv.FormatInt(int64(rev), 10), ErrClosed)
+		return revErr("compact", rev, "at", rev, ErrClosed)
 	}
 	if h := s.order.Head(); int64(rev) > h.Rev {
 		s.mu.Unlock()
-		return revErr("compact", rev, "at "+strconv.FormatInt(int64(rev), 10),
-			detail(ErrFutureRevision, "latest is "+strconv.FormatInt(h.Rev, 10)))
+		return revErr("compact", rev, "at", rev, detail(ErrFutureRevision, "latest is", h.Rev))
 	}
 	if int64(rev) <= s.compactRev {
 		s.mu.Unlock()

@@ -62,16 +62,40 @@
 // r. Scan and Len take the write lock for a short step. Values are stored as
 // given and never copied: do not mutate a value after writing or reading it.
 //
-// # Readings of the contract
+// # Transactions
 //
-// Where SPEC.md was silent or ambiguous, revkv does this:
+// Update runs a function that reads and writes several keys as one atomic,
+// serializable step, as bbolt's db.Update does:
+//
+//	_, err := s.Update(func(tx *revkv.Txn[int]) error {
+//		a, _ := tx.Get("acct/a")
+//		b, _ := tx.Get("acct/b")
+//		if a < 10 {
+//			return errInsufficient // nothing is written
+//		}
+//		tx.Put("acct/a", a-10)
+//		return tx.Put("acct/b", b+10)
+//	})
+//
+// Its writes take consecutive revisions with one time and are published
+// together: no Get, Scan or View of the latest state sees half of them. A
+// read at a revision inside the batch (GetAt, At) sees its prefix, since
+// every revision is still one change; a read by time sees all of it. The
+// function runs under the write lock: it must not call the store's own
+// write methods (Put, Update, Compact, ...), nor Len, Scan, At or AsOf,
+// which take that lock too; that deadlocks.
+//
+// # The contract
+//
+// docs/contract.md, in the repository, states every promise section by
+// section; the tests cite it. The choices made where a promise could be
+// read more than one way:
 //
 //   - GetAt and At answer by revisions alone: the state after revision r is
 //     exactly what the entries up to r say. GetAsOf and AsOf answer by time
 //     and also hide values whose ExpiresAt <= t. The two differ only when
-//     several expiries fall on the same instant: they take consecutive
-//     revisions, so at the first of them the other keys are still present
-//     by revision, though gone by time.
+//     several expiries fall on the same instant (they take consecutive
+//     revisions) and inside an Update's batch.
 //   - The empty state is always known: GetAt at rev <= 0, GetAsOf before the
 //     first revision's time, At(rev <= 0) and AsOf before the first revision
 //     answer "not found" or an empty View, never ErrCompacted, whatever Floor
@@ -85,9 +109,11 @@
 //     ErrCompacted rules of GetAt and GetAsOf do not depend on views.
 //   - The store keeps revision times only from Floor on (with WithRetention,
 //     from the last compaction on), so memory stays flat under WithMaxHistory.
-//     A Compact at a revision below that, whose exact time is gone, uses the
-//     oldest time still known: GetAsOf before it is ErrCompacted. Revision
-//     reads follow the requested revision exactly.
+//     A Compact below that, whose revision's time is gone, takes as its time
+//     the newest time among every key's entry visible at that revision (never
+//     before the last compaction's): GetAsOf before it is ErrCompacted, and
+//     every read after it is exact. Such a Compact walks every key under the
+//     write lock to find that time.
 //   - Argument checks come before any expiry is written: a TTL <= 0 or past
 //     the year 2262 (ErrInvalidTTL, checked against now) and a negative
 //     modRev in CompareAndPut (ErrConflict) write nothing at all. Expire with
@@ -96,6 +122,8 @@
 //     ErrNotFound and take no revision.
 //   - Compact at or below the last compaction, or at rev <= 0, is a no-op.
 //   - Any string is a key, the empty string included.
+//   - An Update whose function writes nothing takes no revision and returns
+//     Rev(); the expiries due are written before it all the same.
 //
 // # Edge inputs
 //
@@ -112,6 +140,8 @@
 //	GetAsOf, AsOf: t after now               ErrFutureRevision (year 9999 too)
 //	PutTTL, Expire: ttl <= 0                 ErrInvalidTTL, nothing written
 //	PutTTL, Expire: expiry after 2262        ErrInvalidTTL (ttl math.MaxInt64 from today)
+//	PutTTL, Expire: expiry exactly at        valid: live until that instant
+//	  time.Unix(0, math.MaxInt64)
 //	PutTTL: ttl 1ns                          valid: gone from the next nanosecond of the clock
 //	a clock before 1678 or after 2262        writes work; every TTL is ErrInvalidTTL
 //	Trim, PurgeExpired on an empty store     0
@@ -123,7 +153,10 @@
 //
 // # Errors
 //
-// Errors are the sentinels of errors.go, wrapped with the call and the key;
-// test them with errors.Is. A negative option value or a nil clock is a
-// programming error: New panics with a message naming the option.
+// Every error is an *OpError naming the call, its key and its argument, and
+// wrapping one of the sentinels of errors.go, so that it reads as one
+// sentence (revkv: delete "missing": key not found); test it with errors.Is,
+// and read OpError.Rev with errors.As (for ErrConflict, the key's current
+// revision). A negative option value or a nil clock is a programming error:
+// New panics with a message naming the option.
 package revkv

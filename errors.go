@@ -2,6 +2,7 @@ package revkv
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -55,7 +56,8 @@ type OpError struct {
 	Err error
 
 	keyless bool   // the call has no key (Compact, At, AsOf): Key is not printed
-	arg     string // the call's argument as printed after the key ("at 12")
+	arg     string // what the call's argument is, printed after the key ("at", "as of")
+	val     any    // the argument itself, formatted only when the text is asked for
 }
 
 func (e *OpError) Error() string {
@@ -69,6 +71,7 @@ func (e *OpError) Error() string {
 	if e.arg != "" {
 		b.WriteByte(' ')
 		b.WriteString(e.arg)
+		fmt.Fprint(&b, " ", e.val)
 	}
 	if e.Err != nil {
 		b.WriteString(": ")
@@ -80,24 +83,27 @@ func (e *OpError) Error() string {
 
 func (e *OpError) Unwrap() error { return e.Err }
 
-// keyErr returns the OpError of a call on key; arg is printed after the key.
-func keyErr(op, key, arg string, err error) *OpError {
-	return &OpError{Op: op, Key: key, Err: err, arg: arg}
+// keyErr returns the OpError of a call on key; arg and val, if arg is not
+// empty, are printed after the key ("at" 12). Nothing is formatted until
+// Error is called: a read that answers ErrCompacted costs no formatting.
+func keyErr(op, key, arg string, val any, err error) *OpError {
+	return &OpError{Op: op, Key: key, Err: err, arg: arg, val: val}
 }
 
 // revErr returns the OpError of a call without a key, about revision rev.
-func revErr(op string, rev Revision, arg string, err error) *OpError {
-	return &OpError{Op: op, Rev: rev, Err: err, keyless: true, arg: arg}
+func revErr(op string, rev Revision, arg string, val any, err error) *OpError {
+	return &OpError{Op: op, Rev: rev, Err: err, keyless: true, arg: arg, val: val}
 }
 
-// detail adds why to a sentinel, in parentheses after its text; errors.Is
-// still finds the sentinel.
-func detail(err error, why string) error { return &detailed{err, why} }
+// detail adds "why val" to a sentinel, in parentheses after its text, when
+// the text is asked for; errors.Is still finds the sentinel.
+func detail(err error, why string, val any) error { return &detailed{err, why, val} }
 
 type detailed struct {
 	err error
 	why string
+	val any
 }
 
-func (d *detailed) Error() string { return d.err.Error() + " (" + d.why + ")" }
+func (d *detailed) Error() string { return fmt.Sprint(d.err.Error(), " (", d.why, " ", d.val, ")") }
 func (d *detailed) Unwrap() error { return d.err }

@@ -58,7 +58,7 @@ type linKey struct {
 	ttl    bool
 }
 
-// linState is SPEC's sequential store, reduced to what these operations see.
+// linState is the contract's sequential store, reduced to what these operations see.
 // It is a comparable value, so porcupine's default equality works.
 type linState struct {
 	rev  int64
@@ -228,7 +228,7 @@ func recordHistory(s *revkv.Store[int], seed int64, clients, ops int) []porcupin
 // TestLinearizable records concurrent histories of Put, PutTTL, Get,
 // GetEntry, Delete, CompareAndPut, an Update of two keys (one operation of
 // two revisions) and a View of every key, on three keys from four goroutines, and
-// checks them with porcupine against SPEC's sequential model, in which every
+// checks them with porcupine against the contract's sequential model, in which every
 // write takes exactly the next revision. On failure it writes porcupine's
 // visualisation to a file and prints its path.
 func TestLinearizable(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +32,7 @@ func (c *manualClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// model is the reference implementation of SPEC.md: the simplest one we could
+// model is the reference implementation of docs/contract.md: the simplest one we could
 // write and believe. It keeps every revision ever made in one list and
 // derives every answer from that list; trimming and compaction only move the
 // boundaries below which answers are ErrCompacted (and where History starts).
@@ -107,15 +108,12 @@ func (m *model) revAtTime(t time.Time) int64 {
 
 // entryAt is the key's newest entry at or below rev.
 func (m *model) entryAt(key string, rev int64) (mEntry, bool) {
-	var e mEntry
-	found := false
-	for _, r := range m.byKey[key] {
-		if r > rev {
-			break
-		}
-		e, found = m.at(r), true
+	rs := m.byKey[key]
+	i := sort.Search(len(rs), func(i int) bool { return rs[i] > rev }) // rs is ascending
+	if i == 0 {
+		return mEntry{}, false
 	}
-	return e, found
+	return m.at(rs[i-1]), true
 }
 
 func (m *model) latest(key string) (mEntry, bool) { return m.entryAt(key, math.MaxInt64) }
@@ -188,7 +186,7 @@ func (m *model) materialize(now time.Time) int {
 	return len(due)
 }
 
-// write mirrors SPEC §3.3(a): argument checks, then expiries due, then decide.
+// write mirrors contract §3.3(a): argument checks, then expiries due, then decide.
 func (m *model) write(key string, ttl time.Duration, decide func(cur mEntry, live bool) (revkv.Op, int, error)) (revkv.Revision, error) {
 	if m.closed {
 		return 0, revkv.ErrClosed
@@ -554,7 +552,7 @@ type mTxn struct {
 	dead bool
 }
 
-// Update mirrors SPEC §9: expiries due first, fn's writes at one time, the
+// Update mirrors contract §7: expiries due first, fn's writes at one time, the
 // history cap applied once the batch is in, nothing kept if fn fails.
 func (m *model) Update(fn func(tx *mTxn) error) (rev revkv.Revision, err error) {
 	if m.closed {

@@ -36,7 +36,7 @@ type hammerConfig struct {
 }
 
 // observed is what one reader saw: a GetAt answer must never change, except
-// into ErrCompacted once its history is gone (SPEC §4.6).
+// into ErrCompacted once its history is gone (contract §4.6).
 type observed struct {
 	key   string
 	rev   revkv.Revision
@@ -207,7 +207,7 @@ func hammer(t *testing.T, s *revkv.Store[int], cfg hammerConfig) (map[revkv.Revi
 }
 
 // recheck asks again every GetAt a reader saw: each answer must be the same,
-// or ErrCompacted once its history is gone (SPEC §4.6). It returns how many
+// or ErrCompacted once its history is gone (contract §4.6). It returns how many
 // were compacted.
 func recheck(t *testing.T, s *revkv.Store[int], seen []observed) (compacted int) {
 	for _, o := range seen {
@@ -333,7 +333,7 @@ var soakFlag = flag.Duration("soak", 0, "run TestSoak this long (e.g. -soak=10m)
 
 // TestSoak runs every operation, both background goroutines, views and
 // Compact together for a while (-soak=10m for the long form; a second
-// otherwise, skipped under -short), then checks SPEC §2 and §4.6 over the
+// otherwise, skipped under -short), then checks contract §2 and §4.6 over the
 // whole run:
 //   - the revisions ever made are exactly 1..Rev(), each once, with no gaps,
 //     expiries included: a collector goroutine records every key's History,

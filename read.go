@@ -2,7 +2,6 @@ package revkv
 
 import (
 	"iter"
-	"strconv"
 	"time"
 
 	"github.com/revkv/revkv/revlog"
@@ -77,9 +76,9 @@ func (s *Store[V]) TTL(key string) (time.Duration, error) {
 	e, now, ok := s.liveEntry(key)
 	switch {
 	case !ok:
-		return 0, keyErr("ttl of", key, "", ErrNotFound)
+		return 0, keyErr("ttl of", key, "", nil, ErrNotFound)
 	case !e.HasTTL:
-		return 0, keyErr("ttl of", key, "", ErrNoTTL)
+		return 0, keyErr("ttl of", key, "", nil, ErrNoTTL)
 	}
 	if now.IsZero() {
 		now = s.order.Now(s.order.Head())
@@ -156,7 +155,7 @@ func (s *Store[V]) GetAt(key string, rev Revision) (V, bool, error) {
 		return zero, false, nil
 	}
 	if h := s.order.Head(); r > h.Rev {
-		return zero, false, readErr(key, rev, detail(ErrFutureRevision, "latest is "+strconv.FormatInt(h.Rev, 10)))
+		return zero, false, readErr(key, rev, detail(ErrFutureRevision, "latest is", h.Rev))
 	}
 	e, st := revlog.Entry[V]{}, revlog.Absent
 	if kl := s.lookup(key); kl != nil {
@@ -182,7 +181,7 @@ func (s *Store[V]) GetAt(key string, rev Revision) (V, bool, error) {
 func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 	var zero V
 	if now := s.order.Now(s.order.Head()); t.After(now) {
-		return zero, false, keyErr("get", key, "as of "+t.String(), detail(ErrFutureRevision, "now is "+now.String()))
+		return zero, false, keyErr("get", key, "as of", t, detail(ErrFutureRevision, "now is", now))
 	}
 	if first, ok := s.order.First(); !ok || t.Before(first) {
 		return zero, false, nil
@@ -194,7 +193,7 @@ func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 		kl.mu.RUnlock()
 	}
 	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && t.Before(m.time)) {
-		return zero, false, keyErr("get", key, "as of "+t.String(), ErrCompacted)
+		return zero, false, keyErr("get", key, "as of", t, ErrCompacted)
 	}
 	if st != revlog.Found || !e.Live(ttl.Nanos(t)) {
 		return zero, false, nil
@@ -204,7 +203,7 @@ func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 
 // readErr is the error of GetAt(key, rev).
 func readErr(key string, rev Revision, err error) error {
-	e := keyErr("get", key, "at "+strconv.FormatInt(int64(rev), 10), err)
+	e := keyErr("get", key, "at", rev, err)
 	e.Rev = rev
 	return e
 }

@@ -182,9 +182,9 @@ func (t *Txn[V]) Put(key string, value V) error {
 // Store.PutTTL does; ErrInvalidTTL writes nothing.
 func (t *Txn[V]) PutTTL(key string, value V, ttl time.Duration) error {
 	if ttl <= 0 {
-		return t.fail("put", key, "with ttl "+ttl.String(), ErrInvalidTTL)
+		return t.fail("put", key, "with ttl", ttl, ErrInvalidTTL)
 	}
-	return t.write("put", key, "with ttl "+ttl.String(), ttl, putValue(value))
+	return t.write("put", key, "with ttl", ttl, putValue(value))
 }
 
 // Delete removes key, as Store.Delete does; ErrNotFound if it is not live.
@@ -195,9 +195,9 @@ func (t *Txn[V]) Delete(key string) error {
 // Expire gives a live key a new TTL, as Store.Expire does.
 func (t *Txn[V]) Expire(key string, ttl time.Duration) error {
 	if ttl <= 0 {
-		return t.fail("expire", key, "in "+ttl.String(), ErrInvalidTTL)
+		return t.fail("expire", key, "in", ttl, ErrInvalidTTL)
 	}
-	return t.write("expire", key, "in "+ttl.String(), ttl, keepValue[V])
+	return t.write("expire", key, "in", ttl, keepValue[V])
 }
 
 // Persist removes a live key's TTL, as Store.Persist does.
@@ -205,32 +205,33 @@ func (t *Txn[V]) Persist(key string) error {
 	return t.write("persist", key, "", 0, persistLive[V])
 }
 
-func (t *Txn[V]) fail(op, key, arg string, err error) error {
+func (t *Txn[V]) fail(op, key, arg string, val any, err error) error {
 	if t.b == nil {
 		err = ErrClosed
 	}
-	return keyErr(op, key, arg, err)
+	return keyErr(op, key, arg, val, err)
 }
 
 // write stages one write: d > 0 gives it a TTL of d from the transaction's
-// time; decide says what it writes given the key's current entry.
+// time (arg, if not empty, names d in an error); decide says what it writes
+// given the key's current entry.
 func (t *Txn[V]) write(op, key, arg string, d time.Duration, decide decider[V]) error {
 	tx := t.b
 	if tx == nil {
-		return t.fail(op, key, arg, ErrClosed)
+		return t.fail(op, key, arg, d, ErrClosed)
 	}
 	c := change[V]{key: key}
 	if d > 0 {
 		at, err := expiryOf(tx.now, d)
 		if err != nil {
-			return t.fail(op, key, arg, err)
+			return t.fail(op, key, arg, d, err)
 		}
 		c.e.Expires, c.e.HasTTL = at, true
 	}
 	cur, live, kl, prev := tx.current(key)
 	var err error
 	if c.e.Op, c.e.Value, err = decide(cur, live); err != nil {
-		return t.fail(op, key, arg, err)
+		return t.fail(op, key, arg, d, err)
 	}
 	c.kl, c.prev = kl, prev
 	c.e.Rev = tx.base + int64(len(tx.changes)) + 1 // for GetEntry; commit sets it again

@@ -2,7 +2,6 @@ package revkv
 
 import (
 	"iter"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,11 +42,11 @@ func (s *Store[V]) At(rev Revision) (*View[V], error) {
 	r := int64(rev)
 	switch {
 	case r > h.Rev:
-		return nil, viewErr(rev, detail(ErrFutureRevision, "latest is "+strconv.FormatInt(h.Rev, 10)))
+		return nil, viewErr(rev, detail(ErrFutureRevision, "latest is", h.Rev))
 	case r <= 0:
 		return s.openLocked(0, time.Time{}), nil
 	case r < s.floor.Load():
-		return nil, viewErr(rev, detail(ErrCompacted, "floor is "+strconv.FormatInt(s.floor.Load(), 10)))
+		return nil, viewErr(rev, detail(ErrCompacted, "floor is", s.floor.Load()))
 	}
 	return s.openLocked(r, time.Time{}), nil
 }
@@ -60,18 +59,18 @@ func (s *Store[V]) AsOf(t time.Time) (*View[V], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now := s.order.Now(s.order.Head()); t.After(now) {
-		return nil, revErr("view", 0, "as of "+t.String(), detail(ErrFutureRevision, "now is "+now.String()))
+		return nil, revErr("view", 0, "as of", t, detail(ErrFutureRevision, "now is", now))
 	}
 	r, known := s.order.RevAt(t)
 	if !known || (r > 0 && r < s.floor.Load()) {
-		return nil, revErr("view", Revision(r), "as of "+t.String(), detail(ErrCompacted, "floor is "+strconv.FormatInt(s.floor.Load(), 10)))
+		return nil, revErr("view", Revision(r), "as of", t, detail(ErrCompacted, "floor is", s.floor.Load()))
 	}
 	return s.openLocked(r, t), nil
 }
 
 // viewErr is the error of At(rev).
 func viewErr(rev Revision, err error) error {
-	return revErr("view", rev, "at "+strconv.FormatInt(int64(rev), 10), err)
+	return revErr("view", rev, "at", rev, err)
 }
 
 // openLocked returns a view at rev, pinned unless it is the empty state.

@@ -1,8 +1,8 @@
 package revkv
 
 import (
-	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/revkv/revkv/revlog"
@@ -15,7 +15,7 @@ import (
 func (s *Store[V]) Put(key string, value V) (Revision, error) {
 	rev, err := s.write(key, 0, putValue(value))
 	if err != nil {
-		return 0, keyErr("put", key, "", err)
+		return 0, keyErr("put", key, "", nil, err)
 	}
 	return rev, nil
 }
@@ -28,7 +28,7 @@ func (s *Store[V]) Put(key string, value V) (Revision, error) {
 func (s *Store[V]) PutTTL(key string, value V, ttl time.Duration) (Revision, error) {
 	rev, err := s.writeTTL(key, ttl, putValue(value))
 	if err != nil {
-		return 0, keyErr("put", key, "with ttl "+ttl.String(), err)
+		return 0, keyErr("put", key, "with ttl", ttl, err)
 	}
 	return rev, nil
 }
@@ -41,7 +41,7 @@ func (s *Store[V]) PutTTL(key string, value V, ttl time.Duration) (Revision, err
 // first either way.
 func (s *Store[V]) CompareAndPut(key string, modRev Revision, value V) (Revision, error) {
 	if modRev < 0 { // an argument check: nothing is written, expiries neither
-		e := keyErr("compare-and-put", key, "", detail(ErrConflict, fmt.Sprintf("negative revision %d", modRev)))
+		e := keyErr("compare-and-put", key, "", nil, detail(ErrConflict, "negative revision", modRev))
 		e.Rev = s.currentRev(key)
 		return 0, e
 	}
@@ -53,16 +53,16 @@ func (s *Store[V]) CompareAndPut(key string, modRev Revision, value V) (Revision
 		}
 		switch {
 		case modRev == 0 && live:
-			return 0, zero, detail(ErrConflict, fmt.Sprintf("key exists at revision %d, expected none", e.Rev))
+			return 0, zero, detail(ErrConflict, "expected none, key exists at revision", e.Rev)
 		case modRev != 0 && !live:
-			return 0, zero, detail(ErrConflict, fmt.Sprintf("key is missing, expected revision %d", modRev))
+			return 0, zero, detail(ErrConflict, "key is missing, expected revision", modRev)
 		case modRev != 0 && e.Rev != int64(modRev):
-			return 0, zero, detail(ErrConflict, fmt.Sprintf("key is at revision %d, expected %d", e.Rev, modRev))
+			return 0, zero, detail(ErrConflict, "key is at revision "+strconv.FormatInt(e.Rev, 10)+", expected", modRev)
 		}
 		return revlog.Put, value, nil
 	})
 	if err != nil {
-		e := keyErr("compare-and-put", key, "", err)
+		e := keyErr("compare-and-put", key, "", nil, err)
 		e.Rev = Revision(cur)
 		return 0, e
 	}
@@ -74,7 +74,7 @@ func (s *Store[V]) CompareAndPut(key string, modRev Revision, value V) (Revision
 func (s *Store[V]) Delete(key string) (Revision, error) {
 	rev, err := s.write(key, 0, deleteLive[V])
 	if err != nil {
-		return 0, keyErr("delete", key, "", err)
+		return 0, keyErr("delete", key, "", nil, err)
 	}
 	return rev, nil
 }
@@ -85,7 +85,7 @@ func (s *Store[V]) Delete(key string) (Revision, error) {
 func (s *Store[V]) Expire(key string, ttl time.Duration) (Revision, error) {
 	rev, err := s.writeTTL(key, ttl, keepValue[V])
 	if err != nil {
-		return 0, keyErr("expire", key, "in "+ttl.String(), err)
+		return 0, keyErr("expire", key, "in", ttl, err)
 	}
 	return rev, nil
 }
@@ -96,7 +96,7 @@ func (s *Store[V]) Expire(key string, ttl time.Duration) (Revision, error) {
 func (s *Store[V]) Persist(key string) (Revision, error) {
 	rev, err := s.write(key, 0, persistLive[V])
 	if err != nil {
-		return 0, keyErr("persist", key, "", err)
+		return 0, keyErr("persist", key, "", nil, err)
 	}
 	return rev, nil
 }
@@ -141,7 +141,7 @@ func expiryOf(now time.Time, d time.Duration) (int64, error) {
 		if d <= 0 {
 			return 0, ErrInvalidTTL
 		}
-		return 0, detail(ErrInvalidTTL, fmt.Sprintf("expiry %v is after the last time Unix nanoseconds hold", now.Add(d)))
+		return 0, detail(ErrInvalidTTL, "Unix nanoseconds cannot hold the expiry", now.Add(d))
 	}
 	return at.UnixNano(), nil
 }

@@ -148,7 +148,7 @@ func (m *versionedMap) GetAt(k string, rev int64) ([]byte, bool) {
 }
 func (m *versionedMap) Close() {}
 
-// versionedTimed is the versioned map made to keep what SPEC.md asks of every
+// versionedTimed is the versioned map made to keep what docs/contract.md asks of every
 // revision besides its value: its time, read from the clock and never before
 // the previous revision's, room for an expiry time, and every revision's time
 // in one list, for reads by time. It is not a contender: it shows what the

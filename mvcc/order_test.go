@@ -116,11 +116,11 @@ func TestTimelineEdges(t *testing.T) {
 	}
 }
 
-// A commit's own allocation is its share of a timeline block (16 B) and of a
-// block of heads: 127 Stamps of 32 B plus the allocator's 8-byte header
-// (4,072 B) fit the 4,096-byte size class (128 would land in the 4,864-byte
-// class, 38 B a revision). Counted from TotalAlloc over many commits; the
-// rest is the growth of the first timeline block and of the list of blocks.
+// A commit's own allocation is its share of a timeline block and of a block
+// of heads, which must fill its size class (stampBlock): the bound fails if
+// the block spills into the next class up. Counted from TotalAlloc over many
+// commits; the rest is the growth of the first timeline block and of the
+// list of blocks.
 func TestCommitAllocatesLittle(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	o := NewOrder(time.Now)

@@ -7,9 +7,9 @@ const timeBlock = 4096
 
 // timeline is a sequence of revision times that grows at the back and is
 // dropped from the front. It keeps them in blocks of timeBlock, so that a
-// push never copies the times already held: one slice grown by append copied
-// each time about four times over as it grew (a sixth of a write's cost with
-// 10 million revisions), and at each growth held the old array and the new.
+// push never copies the times already held: one slice grown by append copies
+// each time several times over as it grows, which showed in every write's
+// cost on long histories, and at each growth holds the old array and the new.
 //
 // Invariants: the times held are blocks[0][off:], then blocks[1], ...,
 // in order; every block but the last is full (len timeBlock); n counts

@@ -117,9 +117,9 @@ const revsFrom = 16
 func (l *Log[V]) Append(e Entry[V]) {
 	if e.HasTTL {
 		// Grown one append-sized step at a time, so that capacities stay the
-		// ones append picks: asking for two more at once grew a log of one
-		// to 3 (not 2, then 4), shifted every later capacity, and left the
-		// heap under a history cap 5% larger (bench/heapflat).
+		// ones append picks: asking for two more at once grows a log of one
+		// to 3 (not 2, then 4) and shifts every later capacity, which leaves
+		// the heap under a history cap measurably larger (bench/heapflat).
 		for cap(l.entries)-len(l.entries) < 2 {
 			l.entries = slices.Grow(l.entries, cap(l.entries)-len(l.entries)+1)
 		}

@@ -1,4 +1,4 @@
-// Heapflat measures SPEC §5.8: with a history cap set and the trimmer on, an
+// Heapflat measures contract §5.8: with a history cap set and the trimmer on, an
 // endless write load over a fixed key set holds a flat heap.
 //
 //	cd bench && go run ./heapflat -cap=maxhistory
