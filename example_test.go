@@ -99,3 +99,52 @@ func ExampleStore_CompareAndPut() {
 	// create: <nil>
 	// counter: 2
 }
+
+// Update moves an amount between two accounts in one atomic step: a view of
+// the latest state never sees the money on its way, and an error inside the
+// function writes nothing.
+func ExampleStore_Update() {
+	s := revkv.New[int]()
+	defer s.Close()
+	s.Put("acct/alice", 100)
+	s.Put("acct/bob", 20)
+
+	errInsufficient := errors.New("insufficient funds")
+	move := func(from, to string, amount int) (revkv.Revision, error) {
+		return s.Update(func(tx *revkv.Txn[int]) error {
+			a, _ := tx.Get(from)
+			if a < amount {
+				return errInsufficient // nothing is written
+			}
+			b, _ := tx.Get(to)
+			if err := tx.Put(from, a-amount); err != nil {
+				return err
+			}
+			return tx.Put(to, b+amount)
+		})
+	}
+
+	rev, err := move("acct/alice", "acct/bob", 30)
+	fmt.Println("moved 30 at revision", rev, err)
+	_, err = move("acct/bob", "acct/alice", 500)
+	fmt.Println("moving 500:", err)
+
+	view, _ := s.At(s.Rev())
+	defer view.Close()
+	sum := 0
+	for k, v := range view.Scan("acct/") {
+		fmt.Println(k, v)
+		sum += v
+	}
+	fmt.Println("sum", sum)
+	// The first write of the batch, revision 3, shows the step inside it.
+	v, _, _ := s.GetAt("acct/bob", 3)
+	fmt.Println("bob at revision 3:", v)
+	// Output:
+	// moved 30 at revision 4 <nil>
+	// moving 500: insufficient funds
+	// acct/alice 70
+	// acct/bob 50
+	// sum 120
+	// bob at revision 3: 20
+}

@@ -215,6 +215,37 @@ func benchPut(b *testing.B, n int) {
 	}
 }
 
+// BenchmarkTxn8 writes batches of 8 keys, cycling over 1,000 keys into a
+// fresh store, each batch one atomic transaction: revkv's Update, etcd's
+// write txn with 8 puts, one Badger transaction, one go-memdb transaction,
+// the versioned map under one lock. ns/key is per key written.
+func BenchmarkTxn8(b *testing.B) {
+	dropFixtures()
+	for _, c := range kvs {
+		probe := c.new()
+		_, ok := probe.(Batcher)
+		probe.Close()
+		if !ok {
+			continue
+		}
+		b.Run("store="+c.name, func(b *testing.B) {
+			s := c.new().(Batcher)
+			defer s.Close()
+			var batch [8]string
+			var vals [8][]byte
+			n := 0
+			for b.Loop() {
+				for j := range batch {
+					batch[j], vals[j] = keys[n%hotKeys], values[n&1023]
+					n++
+				}
+				s.PutBatch(batch[:], vals[:])
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/key")
+		})
+	}
+}
+
 // BenchmarkPut writes cycling over 2^20 keys into a fresh store.
 func BenchmarkPut(b *testing.B) { benchPut(b, nKeys) }
 

@@ -43,6 +43,12 @@ type Scanner interface {
 	Scan(prefix string, rev int64, fn func(key string, value []byte)) int
 }
 
+// Batcher stores write several keys in one atomic transaction.
+type Batcher interface {
+	KV
+	PutBatch(keys []string, values [][]byte)
+}
+
 // ---- revkv ----
 
 type revkvStore struct{ s *revkv.Store[[]byte] }
@@ -51,6 +57,19 @@ func newRevkv(opts ...revkv.Option) *revkvStore { return &revkvStore{revkv.New[[
 
 func (r *revkvStore) Put(k string, v []byte) {
 	if _, err := r.s.Put(k, v); err != nil {
+		panic(err)
+	}
+}
+func (r *revkvStore) PutBatch(ks []string, vs [][]byte) {
+	_, err := r.s.Update(func(tx *revkv.Txn[[]byte]) error {
+		for i, k := range ks {
+			if err := tx.Put(k, vs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		panic(err)
 	}
 }
@@ -125,6 +144,14 @@ func (m *versionedMap) Put(k string, v []byte) {
 	m.mu.Lock()
 	m.rev++
 	m.m[k] = append(m.m[k], vEntry{m.rev, v})
+	m.mu.Unlock()
+}
+func (m *versionedMap) PutBatch(ks []string, vs [][]byte) {
+	m.mu.Lock()
+	for i, k := range ks {
+		m.rev++
+		m.m[k] = append(m.m[k], vEntry{m.rev, vs[i]})
+	}
 	m.mu.Unlock()
 }
 func (m *versionedMap) Get(k string) ([]byte, bool) {
@@ -234,6 +261,15 @@ func (e *etcdStore) Put(k string, v []byte) {
 	txn.Put([]byte(k), v, lease.NoLease)
 	txn.End()
 }
+// PutBatch is one write txn of several puts, as etcd's Txn with several put
+// operations applies them.
+func (e *etcdStore) PutBatch(ks []string, vs [][]byte) {
+	txn := e.kv.Write(traceutil.TODO())
+	for i, k := range ks {
+		txn.Put([]byte(k), vs[i], lease.NoLease)
+	}
+	txn.End()
+}
 func (e *etcdStore) Get(k string) ([]byte, bool) { return e.GetAt(k, 0) }
 func (e *etcdStore) GetAt(k string, rev int64) ([]byte, bool) {
 	txn := e.kv.Read(mvcc.ConcurrentReadTxMode, traceutil.TODO())
@@ -287,6 +323,18 @@ func (b *badgerStore) Put(k string, v []byte) {
 	txn := b.db.NewTransactionAt(b.rev, true)
 	if err := txn.Set([]byte(k), v); err != nil {
 		panic(err)
+	}
+	if err := txn.CommitAt(b.rev, nil); err != nil {
+		panic(err)
+	}
+}
+func (b *badgerStore) PutBatch(ks []string, vs [][]byte) {
+	b.rev++
+	txn := b.db.NewTransactionAt(b.rev, true)
+	for i, k := range ks {
+		if err := txn.Set([]byte(k), vs[i]); err != nil {
+			panic(err)
+		}
 	}
 	if err := txn.CommitAt(b.rev, nil); err != nil {
 		panic(err)
@@ -350,6 +398,15 @@ func (m *memdbStore) Put(k string, v []byte) {
 	txn := m.db.Txn(true)
 	if err := txn.Insert("kv", &memRow{k, v}); err != nil {
 		panic(err)
+	}
+	txn.Commit()
+}
+func (m *memdbStore) PutBatch(ks []string, vs [][]byte) {
+	txn := m.db.Txn(true)
+	for i, k := range ks {
+		if err := txn.Insert("kv", &memRow{k, vs[i]}); err != nil {
+			panic(err)
+		}
 	}
 	txn.Commit()
 }

@@ -32,9 +32,6 @@ func main() {
 		{"13:58", "config/limits/api", "500"}, // someone raises the limit
 		{"14:01", "config/db/pool", "5"},      // and shrinks the pool
 		{"14:20", "config/feature/new-checkout", "on"},
-		{"15:10", "config/limits/api", "100"}, // the rollback
-		{"15:10", "config/db/pool", "20"},
-		{"15:12", "config/limits/batch", ""},
 	}
 	for _, c := range changes {
 		hm, _ := time.Parse("15:04", c.at)
@@ -49,6 +46,19 @@ func main() {
 		t, _ := time.Parse("15:04", hhmm)
 		return day.Add(time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute)
 	}
+	// 15:10: the rollback puts both keys back in one atomic step.
+	now = at("15:10")
+	rollback, err := s.Update(func(tx *revkv.Txn[string]) error {
+		if err := tx.Put("config/limits/api", "100"); err != nil {
+			return err
+		}
+		return tx.Put("config/db/pool", "20")
+	})
+	if err != nil {
+		panic(err)
+	}
+	now = at("15:12")
+	s.Delete("config/limits/batch")
 
 	fmt.Println("Q1. What was config/limits/api at 14:02 yesterday?")
 	v, ok, err := s.GetAsOf("config/limits/api", at("14:02"))
@@ -75,6 +85,19 @@ func main() {
 	for _, e := range s.History("config/limits/api") {
 		fmt.Printf("    revision %2d  %s  %-6s %s\n", e.Rev, e.Time.Format("15:04"), e.Op, e.Value)
 	}
+
+	fmt.Println("\nQ5. Was the rollback ever seen half done? Every view by time, minute by minute:")
+	for t := at("15:08"); !t.After(at("15:12")); t = t.Add(time.Minute) {
+		v, err := s.AsOf(t)
+		if err != nil {
+			panic(err)
+		}
+		api, _ := v.Get("config/limits/api")
+		pool, _ := v.Get("config/db/pool")
+		fmt.Printf("    %s  revision %2d  api=%-4s pool=%s\n", t.Format("15:04"), v.Rev(), api, pool)
+		v.Close()
+	}
+	fmt.Printf("    (the rollback took revisions %d and %d at one time: a view by time sees both or neither)\n", rollback-1, rollback)
 }
 
 // diff prints every key under prefix whose value differs between revisions
