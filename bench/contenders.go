@@ -261,6 +261,7 @@ func (e *etcdStore) Put(k string, v []byte) {
 	txn.Put([]byte(k), v, lease.NoLease)
 	txn.End()
 }
+
 // PutBatch is one write txn of several puts, as etcd's Txn with several put
 // operations applies them.
 func (e *etcdStore) PutBatch(ks []string, vs [][]byte) {
