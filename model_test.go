@@ -187,7 +187,7 @@ func (m *model) materialize(now time.Time) int {
 }
 
 // write mirrors contract §3.3(a): argument checks, then expiries due, then decide.
-func (m *model) write(key string, ttl time.Duration, decide func(cur mEntry, live bool) (revkv.Op, int, error)) (revkv.Revision, error) {
+func (m *model) write(key string, ttl time.Duration, decide mDecider) (revkv.Revision, error) {
 	if m.closed {
 		return 0, revkv.ErrClosed
 	}
@@ -209,15 +209,41 @@ func (m *model) write(key string, ttl time.Duration, decide func(cur mEntry, liv
 	return revkv.Revision(m.commit(mEntry{key: key, op: op, value: v, time: now, expiresAt: expiresAt})), nil
 }
 
-func (m *model) Put(key string, v int) (revkv.Revision, error) {
-	return m.write(key, 0, func(mEntry, bool) (revkv.Op, int, error) { return revkv.OpPut, v, nil })
+// The deciders of the writes, shared by the model's store and its Txn.
+type mDecider func(cur mEntry, live bool) (revkv.Op, int, error)
+
+func mPut(v int) mDecider {
+	return func(mEntry, bool) (revkv.Op, int, error) { return revkv.OpPut, v, nil }
 }
+
+func mDelete(_ mEntry, live bool) (revkv.Op, int, error) {
+	if !live {
+		return 0, 0, revkv.ErrNotFound
+	}
+	return revkv.OpDelete, 0, nil
+}
+
+func mKeep(cur mEntry, live bool) (revkv.Op, int, error) {
+	if !live {
+		return 0, 0, revkv.ErrNotFound
+	}
+	return revkv.OpPut, cur.value, nil
+}
+
+func mPersist(cur mEntry, live bool) (revkv.Op, int, error) {
+	if live && cur.expiresAt.IsZero() {
+		return 0, 0, revkv.ErrNoTTL
+	}
+	return mKeep(cur, live)
+}
+
+func (m *model) Put(key string, v int) (revkv.Revision, error) { return m.write(key, 0, mPut(v)) }
 
 func (m *model) PutTTL(key string, v int, ttl time.Duration) (revkv.Revision, error) {
 	if ttl <= 0 {
 		return 0, revkv.ErrInvalidTTL
 	}
-	return m.write(key, ttl, func(mEntry, bool) (revkv.Op, int, error) { return revkv.OpPut, v, nil })
+	return m.write(key, ttl, mPut(v))
 }
 
 func (m *model) CompareAndPut(key string, modRev revkv.Revision, v int) (revkv.Revision, error) {
@@ -232,38 +258,16 @@ func (m *model) CompareAndPut(key string, modRev revkv.Revision, v int) (revkv.R
 	})
 }
 
-func (m *model) Delete(key string) (revkv.Revision, error) {
-	return m.write(key, 0, func(_ mEntry, live bool) (revkv.Op, int, error) {
-		if !live {
-			return 0, 0, revkv.ErrNotFound
-		}
-		return revkv.OpDelete, 0, nil
-	})
-}
+func (m *model) Delete(key string) (revkv.Revision, error) { return m.write(key, 0, mDelete) }
 
 func (m *model) Expire(key string, ttl time.Duration) (revkv.Revision, error) {
 	if ttl <= 0 {
 		return 0, revkv.ErrInvalidTTL
 	}
-	return m.write(key, ttl, func(cur mEntry, live bool) (revkv.Op, int, error) {
-		if !live {
-			return 0, 0, revkv.ErrNotFound
-		}
-		return revkv.OpPut, cur.value, nil
-	})
+	return m.write(key, ttl, mKeep)
 }
 
-func (m *model) Persist(key string) (revkv.Revision, error) {
-	return m.write(key, 0, func(cur mEntry, live bool) (revkv.Op, int, error) {
-		switch {
-		case !live:
-			return 0, 0, revkv.ErrNotFound
-		case cur.expiresAt.IsZero():
-			return 0, 0, revkv.ErrNoTTL
-		}
-		return revkv.OpPut, cur.value, nil
-	})
-}
+func (m *model) Persist(key string) (revkv.Revision, error) { return m.write(key, 0, mPersist) }
 
 // ---- latest state ----
 
@@ -592,7 +596,7 @@ func (m *model) Update(fn func(tx *mTxn) error) (rev revkv.Revision, err error) 
 	return revkv.Revision(m.rev()), nil
 }
 
-func (tx *mTxn) write(key string, ttl time.Duration, decide func(cur mEntry, live bool) (revkv.Op, int, error)) error {
+func (tx *mTxn) write(key string, ttl time.Duration, decide mDecider) error {
 	if tx.dead {
 		return revkv.ErrClosed
 	}
@@ -627,46 +631,22 @@ func (tx *mTxn) Get(key string) (revkv.Entry[int], bool) {
 	return e.public(), true
 }
 
-func (tx *mTxn) Put(key string, v int) error {
-	return tx.write(key, 0, func(mEntry, bool) (revkv.Op, int, error) { return revkv.OpPut, v, nil })
-}
+func (tx *mTxn) Put(key string, v int) error { return tx.write(key, 0, mPut(v)) }
 
 func (tx *mTxn) PutTTL(key string, v int, ttl time.Duration) error {
 	if ttl <= 0 {
 		return revkv.ErrInvalidTTL
 	}
-	return tx.write(key, ttl, func(mEntry, bool) (revkv.Op, int, error) { return revkv.OpPut, v, nil })
+	return tx.write(key, ttl, mPut(v))
 }
 
-func (tx *mTxn) Delete(key string) error {
-	return tx.write(key, 0, func(_ mEntry, live bool) (revkv.Op, int, error) {
-		if !live {
-			return 0, 0, revkv.ErrNotFound
-		}
-		return revkv.OpDelete, 0, nil
-	})
-}
+func (tx *mTxn) Delete(key string) error { return tx.write(key, 0, mDelete) }
 
 func (tx *mTxn) Expire(key string, ttl time.Duration) error {
 	if ttl <= 0 {
 		return revkv.ErrInvalidTTL
 	}
-	return tx.write(key, ttl, func(cur mEntry, live bool) (revkv.Op, int, error) {
-		if !live {
-			return 0, 0, revkv.ErrNotFound
-		}
-		return revkv.OpPut, cur.value, nil
-	})
+	return tx.write(key, ttl, mKeep)
 }
 
-func (tx *mTxn) Persist(key string) error {
-	return tx.write(key, 0, func(cur mEntry, live bool) (revkv.Op, int, error) {
-		switch {
-		case !live:
-			return 0, 0, revkv.ErrNotFound
-		case cur.expiresAt.IsZero():
-			return 0, 0, revkv.ErrNoTTL
-		}
-		return revkv.OpPut, cur.value, nil
-	})
-}
+func (tx *mTxn) Persist(key string) error { return tx.write(key, 0, mPersist) }

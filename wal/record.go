@@ -1,0 +1,339 @@
+// Package wal holds revkv's on-disk formats: the framing of a record, the
+// log of revisions in segment files, and snapshot files. It knows nothing of
+// the store: it moves typed, checksummed records to and from files, and
+// encodes the few kinds of record the store writes.
+//
+// # Record framing
+//
+// Every record, in a log segment or a snapshot, is
+//
+//	length  uint32, little endian: the payload's length
+//	crc     uint32, little endian: CRC-32C (Castagnoli) of kind and payload
+//	kind    uint8
+//	payload length bytes
+//
+// A file starts with a 16-byte header: an 8-byte magic ("revkvlog" or
+// "revkvsnp"), the format version (uint32) and 4 zero bytes. A file of a
+// version this package does not know is ErrCorrupt, naming the version.
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+)
+
+// Version is the format version this package writes and reads.
+const Version = 1
+
+// ErrCorrupt is returned for a file that is damaged (anywhere but a log's
+// torn last record), of an unknown version, or not one of ours. The error
+// names the file and the offset.
+var ErrCorrupt = errors.New("corrupt file")
+
+// Kind is a record's type.
+type Kind uint8
+
+const (
+	KindBatch   Kind = iota + 1 // one commit: entries at consecutive revisions
+	KindCompact                 // a compaction: the revision and its time
+	KindTrim                    // a key's log cut to start at a revision
+	KindKey                     // snapshot: one key's retained entries
+	KindState                   // snapshot: the store's revision, floors and compaction; first record
+	KindEnd                     // snapshot: the last record, with the number of keys
+)
+
+const (
+	headerSize  = 16
+	frameSize   = 9 // length, crc, kind
+	maxRecord   = 1 << 30
+	magicLog    = "revkvlog"
+	magicSnap   = "revkvsnp"
+	versionSize = 4
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// fileHeader returns the header of a file with the given magic.
+func fileHeader(magic string) []byte {
+	h := make([]byte, headerSize)
+	copy(h, magic)
+	binary.LittleEndian.PutUint32(h[8:], Version)
+	return h
+}
+
+// checkHeader reports whether h is a header of the given magic and of this
+// version, with an error saying what is wrong.
+func checkHeader(h []byte, magic string) error {
+	if len(h) < headerSize || string(h[:8]) != magic {
+		return fmt.Errorf("not a revkv %s file", map[string]string{magicLog: "log", magicSnap: "snapshot"}[magic])
+	}
+	if v := binary.LittleEndian.Uint32(h[8:]); v != Version {
+		return fmt.Errorf("format version %d, this build reads %d", v, Version)
+	}
+	if binary.LittleEndian.Uint32(h[12:]) != 0 {
+		return errors.New("damaged header")
+	}
+	return nil
+}
+
+// appendFrame appends a record of kind with payload to dst.
+func appendFrame(dst []byte, kind Kind, payload []byte) []byte {
+	var f [frameSize]byte
+	binary.LittleEndian.PutUint32(f[0:], uint32(len(payload)))
+	crc := crc32.Update(0, castagnoli, []byte{byte(kind)})
+	crc = crc32.Update(crc, castagnoli, payload)
+	binary.LittleEndian.PutUint32(f[4:], crc)
+	f[8] = byte(kind)
+	dst = append(dst, f[:]...)
+	return append(dst, payload...)
+}
+
+// frameStatus says what parseFrame found at an offset.
+type frameStatus int
+
+const (
+	frameOK        frameStatus = iota
+	frameShort                 // the data ends inside the record
+	frameBadCRC                // the record is whole and its checksum does not match
+	frameBadLength             // the length cannot be a record's
+)
+
+// parseFrame reads the record at the start of b.
+func parseFrame(b []byte) (kind Kind, payload []byte, size int, st frameStatus) {
+	if len(b) < frameSize {
+		return 0, nil, 0, frameShort
+	}
+	n := binary.LittleEndian.Uint32(b[0:])
+	if n > maxRecord {
+		return 0, nil, 0, frameBadLength
+	}
+	size = frameSize + int(n)
+	if len(b) < size {
+		return 0, nil, size, frameShort
+	}
+	kind, payload = Kind(b[8]), b[frameSize:size]
+	crc := crc32.Update(0, castagnoli, b[8:9])
+	if crc32.Update(crc, castagnoli, payload) != binary.LittleEndian.Uint32(b[4:]) {
+		return 0, nil, size, frameBadCRC
+	}
+	return kind, payload, size, frameOK
+}
+
+// ---- payloads ----
+
+// Entry is one revision of one key as the log keeps it: the store's entry
+// with its time as Unix seconds and nanoseconds and its location's name.
+type Entry struct {
+	Key     string
+	Op      uint8
+	Rev     int64
+	Sec     int64
+	Nsec    int32
+	Zone    string // the time's location: "" is UTC
+	Offset  int32  // the location's offset from UTC at that time, in seconds
+	HasTTL  bool
+	Expires int64 // Unix nanoseconds, if HasTTL
+	Value   []byte
+}
+
+// enc appends the fields of a payload.
+type enc struct{ b []byte }
+
+func (e *enc) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) varint(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+func (e *enc) bytes(p []byte)   { e.uvarint(uint64(len(p))); e.b = append(e.b, p...) }
+func (e *enc) str(s string)     { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
+
+func (e *enc) entry(x *Entry, key bool) {
+	if key {
+		e.str(x.Key)
+	}
+	flags := x.Op
+	if x.HasTTL {
+		flags |= 0x80
+	}
+	e.b = append(e.b, flags)
+	e.varint(x.Rev)
+	e.varint(x.Sec)
+	e.varint(int64(x.Nsec))
+	e.str(x.Zone)
+	e.varint(int64(x.Offset))
+	if x.HasTTL {
+		e.varint(x.Expires)
+	}
+	e.bytes(x.Value)
+}
+
+// dec reads the fields of a payload; the first error sticks.
+type dec struct {
+	b   []byte
+	err error
+}
+
+var errShortPayload = errors.New("payload ends early")
+
+func (d *dec) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShortPayload
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errShortPayload
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) raw() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = errShortPayload
+		return nil
+	}
+	p := d.b[:n:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *dec) byte1() byte {
+	if d.err != nil || len(d.b) == 0 {
+		d.err = errShortPayload
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *dec) int32() int32 {
+	v := d.varint()
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		d.err = errors.New("value out of range")
+	}
+	return int32(v)
+}
+
+func (d *dec) entry(x *Entry, key bool) {
+	if key {
+		x.Key = string(d.raw())
+	}
+	flags := d.byte1()
+	x.Op, x.HasTTL = flags&0x7f, flags&0x80 != 0
+	x.Rev = d.varint()
+	x.Sec = d.varint()
+	x.Nsec = d.int32()
+	x.Zone = string(d.raw())
+	x.Offset = d.int32()
+	if x.HasTTL {
+		x.Expires = d.varint()
+	}
+	x.Value = d.raw()
+	if d.err == nil && (x.Op < 1 || x.Op > 3) {
+		d.err = fmt.Errorf("entry of unknown op %d", x.Op)
+	}
+}
+
+func (d *dec) done() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d bytes after the payload", len(d.b))
+	}
+	return d.err
+}
+
+// Batch is the payload of a KindBatch record: the entries one commit wrote,
+// at consecutive revisions. Values point into the record: copy what must
+// outlive it.
+type Batch []Entry
+
+// AppendBatch appends the payload of a batch to dst.
+func AppendBatch(dst []byte, b Batch) []byte {
+	e := enc{dst}
+	e.uvarint(uint64(len(b)))
+	for i := range b {
+		e.entry(&b[i], true)
+	}
+	return e.b
+}
+
+// DecodeBatch decodes a KindBatch payload.
+func DecodeBatch(p []byte) (Batch, error) {
+	d := dec{b: p}
+	n := d.uvarint()
+	if n > uint64(len(p)) { // every entry takes several bytes
+		return nil, errShortPayload
+	}
+	b := make(Batch, n)
+	for i := range b {
+		d.entry(&b[i], true)
+	}
+	for i := 1; d.err == nil && i < len(b); i++ {
+		if b[i].Rev != b[i-1].Rev+1 {
+			d.err = fmt.Errorf("batch revisions %d, %d are not consecutive", b[i-1].Rev, b[i].Rev)
+		}
+	}
+	return b, d.done()
+}
+
+// Compact is the payload of a KindCompact record.
+type Compact struct {
+	Rev       int64
+	Sec, Nsec int64 // the compaction's time
+}
+
+// AppendCompact appends the payload of a compaction to dst.
+func AppendCompact(dst []byte, c Compact) []byte {
+	e := enc{dst}
+	e.varint(c.Rev)
+	e.varint(c.Sec)
+	e.varint(c.Nsec)
+	return e.b
+}
+
+// DecodeCompact decodes a KindCompact payload.
+func DecodeCompact(p []byte) (Compact, error) {
+	d := dec{b: p}
+	c := Compact{Rev: d.varint(), Sec: d.varint(), Nsec: d.varint()}
+	return c, d.done()
+}
+
+// Trim is the payload of a KindTrim record: key's log now starts at Lo (its
+// entries below were dropped), or the key was removed (Lo 0).
+type Trim struct {
+	Key string
+	Lo  int64
+}
+
+// AppendTrim appends the payload of a trim to dst.
+func AppendTrim(dst []byte, t Trim) []byte {
+	e := enc{dst}
+	e.str(t.Key)
+	e.varint(t.Lo)
+	return e.b
+}
+
+// DecodeTrim decodes a KindTrim payload.
+func DecodeTrim(p []byte) (Trim, error) {
+	d := dec{b: p}
+	t := Trim{Key: string(d.raw()), Lo: d.varint()}
+	return t, d.done()
+}

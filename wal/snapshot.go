@@ -1,0 +1,166 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// A snapshot is one file, named by the revision it holds the state at (16
+// hex digits, ".snap"): a KindState record first, then records the store
+// chooses, then a KindEnd record that counts them. It is written to a
+// temporary file, synced, renamed into place and the directory synced, so
+// that a snapshot file either is whole or does not exist.
+
+const (
+	snapExt = ".snap"
+	tmpExt  = ".tmp"
+)
+
+// SnapshotName is the file name of the snapshot at rev.
+func SnapshotName(rev int64) string { return fmt.Sprintf("%016x%s", rev, snapExt) }
+
+// Snapshots returns the revisions of dir's snapshots, in order.
+func Snapshots(dir string) ([]int64, error) { return listFiles(dir, snapExt) }
+
+// SnapshotWriter writes one snapshot.
+type SnapshotWriter struct {
+	dir, tmp string
+	rev      int64
+	f        *os.File
+	buf      []byte
+	n        uint64 // records written after the state
+	err      error
+}
+
+// CreateSnapshot starts the snapshot at rev, with the state record's payload.
+func CreateSnapshot(dir string, rev int64, state []byte) (*SnapshotWriter, error) {
+	tmp := filepath.Join(dir, SnapshotName(rev)+tmpExt)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	w := &SnapshotWriter{dir: dir, tmp: tmp, rev: rev, f: f, buf: fileHeader(magicSnap)}
+	w.buf = appendFrame(w.buf, KindState, state)
+	return w, nil
+}
+
+// Add appends a record of kind (not KindState or KindEnd).
+func (w *SnapshotWriter) Add(kind Kind, payload []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	w.buf = appendFrame(w.buf, kind, payload)
+	w.n++
+	if len(w.buf) >= 1<<20 {
+		w.flush()
+	}
+	return w.err
+}
+
+func (w *SnapshotWriter) flush() {
+	if w.err == nil && len(w.buf) > 0 {
+		_, w.err = w.f.Write(w.buf)
+		w.buf = w.buf[:0]
+	}
+}
+
+// Commit ends the snapshot and puts it in place, durably.
+func (w *SnapshotWriter) Commit() error {
+	var e enc
+	e.uvarint(w.n)
+	w.buf = appendFrame(w.buf, KindEnd, e.b)
+	w.flush()
+	if w.err == nil {
+		w.err = w.f.Sync()
+	}
+	if err := w.f.Close(); w.err == nil {
+		w.err = err
+	}
+	if w.err == nil {
+		w.err = os.Rename(w.tmp, filepath.Join(w.dir, SnapshotName(w.rev)))
+	}
+	if w.err == nil {
+		w.err = SyncDir(w.dir)
+	}
+	if w.err != nil {
+		os.Remove(w.tmp)
+	}
+	return w.err
+}
+
+// Abort gives the snapshot up and removes its temporary file.
+func (w *SnapshotWriter) Abort() {
+	w.f.Close()
+	os.Remove(w.tmp)
+}
+
+// ReadSnapshot reads the snapshot at rev: fn gets the state record first,
+// then every other record. A snapshot that is damaged, of an unknown
+// version, or without its KindEnd record (or with more after it) is a
+// *Corruption.
+func ReadSnapshot(dir string, rev int64, fn func(kind Kind, payload []byte) error) error {
+	name := filepath.Join(dir, SnapshotName(rev))
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	if err := checkHeader(data, magicSnap); err != nil {
+		return &Corruption{File: name, Offset: 0, Why: err.Error()}
+	}
+	off, n := headerSize, uint64(0)
+	for first := true; ; first = false {
+		kind, payload, size, st := parseFrame(data[off:])
+		if st != frameOK {
+			why := "the file ends without its end record"
+			if st != frameShort {
+				why = "damaged record"
+			}
+			return &Corruption{File: name, Offset: int64(off), Why: why}
+		}
+		bad := func(why string) error { return &Corruption{File: name, Offset: int64(off), Why: why} }
+		switch {
+		case first && kind != KindState:
+			return bad("the first record is not the state")
+		case !first && kind == KindState:
+			return bad("a second state record")
+		case kind == KindEnd:
+			d := dec{b: payload}
+			if count := d.uvarint(); d.done() != nil || count != n {
+				return bad(fmt.Sprintf("the end record counts %d records, the file holds %d", count, n))
+			}
+			if off+size != len(data) {
+				return bad("bytes after the end record")
+			}
+			return nil
+		}
+		if err := fn(kind, payload); err != nil {
+			return bad(err.Error())
+		}
+		if !first {
+			n++
+		}
+		off += size
+	}
+}
+
+// RemoveSnapshotsBefore deletes the snapshots below rev and any temporary
+// files a crash left behind.
+func RemoveSnapshotsBefore(dir string, rev int64) error {
+	revs, err := Snapshots(dir)
+	if err != nil {
+		return err
+	}
+	for _, r := range revs {
+		if r < rev {
+			if err := os.Remove(filepath.Join(dir, SnapshotName(r))); err != nil {
+				return err
+			}
+		}
+	}
+	tmps, _ := filepath.Glob(filepath.Join(dir, "*"+snapExt+tmpExt))
+	for _, t := range tmps {
+		os.Remove(t)
+	}
+	return SyncDir(dir)
+}

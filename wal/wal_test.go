@@ -1,0 +1,318 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func testBatch(rev int64, n int) Batch {
+	b := make(Batch, n)
+	for i := range b {
+		b[i] = Entry{Key: fmt.Sprint("k", rev+int64(i)), Op: 1, Rev: rev + int64(i), Sec: 1700000000 + rev, Nsec: 5, Zone: "Europe/Paris", Offset: 3600, Value: []byte(fmt.Sprint("v", rev))}
+	}
+	b[0].HasTTL, b[0].Expires = true, 1<<62
+	return b
+}
+
+func TestPayloadsRoundTrip(t *testing.T) {
+	b := testBatch(7, 3)
+	b[2].Op, b[2].Value = 2, nil
+	got, err := DecodeBatch(AppendBatch(nil, b))
+	require.NoError(t, err)
+	b[2].Value = []byte{}
+	require.Equal(t, b, got)
+
+	c := Compact{Rev: 9, Sec: -5, Nsec: 999999999}
+	gc, err := DecodeCompact(AppendCompact(nil, c))
+	require.NoError(t, err)
+	require.Equal(t, c, gc)
+
+	tr := Trim{Key: "", Lo: 12}
+	gt, err := DecodeTrim(AppendTrim(nil, tr))
+	require.NoError(t, err)
+	require.Equal(t, tr, gt)
+
+	// Every truncation of a payload is an error, never a panic.
+	p := AppendBatch(nil, b)
+	for i := range p {
+		_, err := DecodeBatch(p[:i])
+		require.Error(t, err, "truncated at %d", i)
+	}
+	_, err = DecodeBatch(append(p, 0))
+	require.Error(t, err, "trailing byte")
+	bad := testBatch(1, 2)
+	bad[1].Rev = 5
+	_, err = DecodeBatch(AppendBatch(nil, bad))
+	require.ErrorContains(t, err, "not consecutive")
+}
+
+// writeLog writes n batch records, one revision each, rotating segments
+// every few records, and returns the payloads.
+func writeLog(t *testing.T, dir string, n int) [][]byte {
+	t.Helper()
+	w, err := OpenWriter(dir, Tail{Segment: -1}, 1)
+	require.NoError(t, err)
+	w.SegmentSize = 200
+	var ps [][]byte
+	for rev := int64(1); rev <= int64(n); rev++ {
+		p := AppendBatch(nil, testBatch(rev, 1))
+		require.NoError(t, w.Append(KindBatch, p, rev+1))
+		ps = append(ps, p)
+	}
+	require.NoError(t, w.Sync())
+	require.NoError(t, w.Close())
+	return ps
+}
+
+func replayAll(dir string) ([][]byte, Tail, error) {
+	var got [][]byte
+	tail, err := Replay(dir, 0, func(k Kind, p []byte) error {
+		if k != KindBatch {
+			return fmt.Errorf("kind %d", k)
+		}
+		got = append(got, bytes.Clone(p))
+		return nil
+	})
+	return got, tail, err
+}
+
+func TestLogReplaysInOrderAcrossSegments(t *testing.T) {
+	dir := t.TempDir()
+	want := writeLog(t, dir, 40)
+	segs, err := Segments(dir)
+	require.NoError(t, err)
+	require.Greater(t, len(segs), 3, "rotation made several segments")
+	got, tail, err := replayAll(dir)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.False(t, tail.Torn)
+
+	// A writer reopened after the tail goes on appending.
+	w, err := OpenWriter(dir, tail, 41)
+	require.NoError(t, err)
+	p := AppendBatch(nil, testBatch(41, 1))
+	require.NoError(t, w.Append(KindBatch, p, 42))
+	require.NoError(t, w.Sync())
+	require.NoError(t, w.Close())
+	got, _, err = replayAll(dir)
+	require.NoError(t, err)
+	require.Equal(t, append(want, p), got)
+
+	// Skipping: segments wholly below from are not read.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, SegmentName(segs[0])), []byte("garbage"), 0o644))
+	_, err = Replay(dir, segs[2], func(Kind, []byte) error { return nil })
+	require.NoError(t, err, "the damaged first segment is below from")
+}
+
+// TestTornTailAtEveryByte cuts the last segment at every byte of its last
+// record: Replay gives the records before it and Torn, changes nothing, and
+// OpenWriter cuts the file back so that appending works.
+func TestTornTailAtEveryByte(t *testing.T) {
+	base := t.TempDir()
+	want := writeLog(t, base, 6)
+	segs, _ := Segments(base)
+	lastName := SegmentName(segs[len(segs)-1])
+	full, err := os.ReadFile(filepath.Join(base, lastName))
+	require.NoError(t, err)
+	recLen := len(frameOf(want[len(want)-1]))
+	for cut := len(full) - recLen + 1; cut < len(full); cut++ {
+		dir := t.TempDir()
+		copyDir(t, base, dir)
+		name := filepath.Join(dir, lastName)
+		require.NoError(t, os.WriteFile(name, full[:cut], 0o644))
+		got, tail, err := replayAll(dir)
+		require.NoError(t, err, "cut at %d", cut)
+		require.True(t, tail.Torn)
+		require.Equal(t, want[:len(want)-1], got)
+		after, _ := os.ReadFile(name)
+		require.Len(t, after, cut, "Replay changes nothing")
+
+		w, err := OpenWriter(dir, tail, 6)
+		require.NoError(t, err)
+		require.NoError(t, w.Append(KindBatch, want[len(want)-1], 7))
+		require.NoError(t, w.Close())
+		got, tail, err = replayAll(dir)
+		require.NoError(t, err)
+		require.False(t, tail.Torn)
+		require.Equal(t, want, got)
+	}
+}
+
+func frameOf(p []byte) []byte { return appendFrame(nil, KindBatch, p) }
+
+func copyDir(t *testing.T, from, to string) {
+	des, err := os.ReadDir(from)
+	require.NoError(t, err)
+	for _, de := range des {
+		b, err := os.ReadFile(filepath.Join(from, de.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(to, de.Name()), b, 0o644))
+	}
+}
+
+// TestDamageIsCorrupt: a flipped byte anywhere but the last record, a bad
+// header, or an unknown version is a *Corruption naming file and offset,
+// and the files are left as they were.
+func TestDamageIsCorrupt(t *testing.T) {
+	base := t.TempDir()
+	writeLog(t, base, 12)
+	segs, _ := Segments(base)
+	for _, tc := range []struct {
+		name string
+		seg  int
+		at   int
+		want string
+	}{
+		{"payload byte of the first record", 0, headerSize + frameSize + 2, "checksum mismatch"},
+		{"magic", 1, 0, "not a revkv log file"},
+		{"version", 0, 8, "format version"},
+		{"checksum of a middle record in the last segment", -1, headerSize + 5, "checksum mismatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var name string
+			if tc.seg < 0 { // one segment of three records: damage the first
+				w, err := OpenWriter(dir, Tail{Segment: -1}, 1)
+				require.NoError(t, err)
+				for rev := int64(1); rev <= 3; rev++ {
+					require.NoError(t, w.Append(KindBatch, AppendBatch(nil, testBatch(rev, 1)), rev+1))
+				}
+				require.NoError(t, w.Close())
+				name = filepath.Join(dir, SegmentName(1))
+			} else {
+				copyDir(t, base, dir)
+				name = filepath.Join(dir, SegmentName(segs[tc.seg]))
+			}
+			b, _ := os.ReadFile(name)
+			b[tc.at] ^= 0x40
+			require.NoError(t, os.WriteFile(name, b, 0o644))
+			_, _, err := replayAll(dir)
+			var c *Corruption
+			require.ErrorAs(t, err, &c)
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Equal(t, name, c.File)
+			require.Contains(t, err.Error(), tc.want)
+			after, _ := os.ReadFile(name)
+			require.Equal(t, b, after, "nothing on disk changed")
+		})
+	}
+}
+
+func TestSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	w, err := CreateSnapshot(dir, 42, []byte("state"))
+	require.NoError(t, err)
+	for i := range 3 {
+		require.NoError(t, w.Add(KindKey, []byte{byte(i)}))
+	}
+	require.NoError(t, w.Commit())
+	revs, err := Snapshots(dir)
+	require.NoError(t, err)
+	require.Equal(t, []int64{42}, revs)
+	var got []string
+	require.NoError(t, ReadSnapshot(dir, 42, func(k Kind, p []byte) error {
+		got = append(got, fmt.Sprint(k, p))
+		return nil
+	}))
+	require.Equal(t, []string{"5 [115 116 97 116 101]", "4 [0]", "4 [1]", "4 [2]"}, got)
+
+	// Every truncation and every flipped byte is a *Corruption.
+	name := filepath.Join(dir, SnapshotName(42))
+	full, _ := os.ReadFile(name)
+	for i := range full {
+		for _, b := range [][]byte{full[:i], flip(full, i)} {
+			require.NoError(t, os.WriteFile(name, b, 0o644))
+			err := ReadSnapshot(dir, 42, func(Kind, []byte) error { return nil })
+			require.ErrorIs(t, err, ErrCorrupt, "at %d", i)
+		}
+	}
+
+	// An aborted snapshot leaves nothing; RemoveSnapshotsBefore clears the
+	// temporary file a crash leaves and the older snapshots.
+	a, err := CreateSnapshot(dir, 50, nil)
+	require.NoError(t, err)
+	a.Abort()
+	_, err = CreateSnapshot(dir, 60, nil) // "crashes" before Commit
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(name, full, 0o644))
+	require.NoError(t, RemoveSnapshotsBefore(dir, 42))
+	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	require.Equal(t, []string{name}, left)
+	require.NoError(t, RemoveSnapshotsBefore(dir, 42))
+}
+
+func flip(b []byte, i int) []byte {
+	c := bytes.Clone(b)
+	c[i] ^= 1
+	return c
+}
+
+func TestRemoveBefore(t *testing.T) {
+	dir := t.TempDir()
+	writeLog(t, dir, 40)
+	segs, _ := Segments(dir)
+	require.NoError(t, RemoveBefore(dir, segs[2]+1))
+	left, _ := Segments(dir)
+	require.Equal(t, segs[2:], left, "the segment holding rev and those after stay")
+}
+
+func TestLock(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Lock(dir)
+	require.NoError(t, err)
+	_, err = Lock(dir)
+	require.True(t, errors.Is(err, ErrLocked), "a second lock in the same process: %v", err)
+	require.NoError(t, f.Close())
+	f, err = Lock(dir)
+	require.NoError(t, err, "released by Close")
+	f.Close()
+}
+
+// TestWriterFailsForever: after a failed write the writer returns that
+// error to every call.
+func TestWriterFailsForever(t *testing.T) {
+	dir := t.TempDir()
+	w, err := OpenWriter(dir, Tail{Segment: -1}, 1)
+	require.NoError(t, err)
+	w.f.Close() // every write now fails
+	err = w.Append(KindBatch, []byte("x"), 2)
+	require.Error(t, err)
+	require.Equal(t, err, w.Append(KindBatch, []byte("y"), 2))
+	require.Equal(t, err, w.Sync())
+	require.Equal(t, err, w.Err())
+}
+
+// FuzzReplay: any bytes as the only segment replay without a panic, to
+// whole records, a torn tail or a *Corruption.
+func FuzzReplay(f *testing.F) {
+	dir := f.TempDir()
+	writeLog(&testing.T{}, dir, 3)
+	segs, _ := Segments(dir)
+	for _, s := range segs {
+		b, _ := os.ReadFile(filepath.Join(dir, SegmentName(s)))
+		f.Add(b)
+	}
+	f.Add([]byte("revkvlog"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, SegmentName(1)), data, 0o644))
+		tail, err := Replay(dir, 0, func(k Kind, p []byte) error {
+			if k == KindBatch {
+				_, err := DecodeBatch(p)
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			require.ErrorIs(t, err, ErrCorrupt)
+			return
+		}
+		require.LessOrEqual(t, tail.Size, int64(len(data)))
+	})
+}
