@@ -2,11 +2,13 @@ package revkv
 
 import (
 	"math"
+	"sort"
 	"time"
 
 	"github.com/google/btree"
 
 	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/wal"
 )
 
 // History shrinks in two ways, with one verb each:
@@ -48,6 +50,12 @@ func (s *Store[V]) Compact(rev Revision) error {
 		s.mu.Unlock()
 		return nil
 	}
+	if s.d != nil {
+		if err := s.d.err(); err != nil {
+			s.mu.Unlock()
+			return revErr("compact", rev, "at", rev, err)
+		}
+	}
 	s.compactLocked(int64(rev))
 	keys := s.tree.Clone()
 	s.mu.Unlock()
@@ -63,7 +71,7 @@ func (s *Store[V]) Compact(rev Revision) error {
 // one key at a time.
 func (s *Store[V]) Trim() int {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || s.d != nil && s.d.err() != nil {
 		s.mu.Unlock()
 		return 0
 	}
@@ -84,7 +92,7 @@ func (s *state[V]) compactByRetentionLocked() {
 	if d <= 0 {
 		return
 	}
-	now := s.order.Now(s.order.Head())
+	now := s.order.WriterNow()
 	if r, known := s.order.RevAt(now.Add(-d)); known && r > s.compactRev {
 		s.compactLocked(r)
 	}
@@ -110,7 +118,7 @@ func (t trimTarget[V]) Trim(kl *keyLog[V]) bool {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.d != nil && s.d.err() != nil {
 		return false
 	}
 	s.compactByRetentionLocked()
@@ -160,6 +168,9 @@ func (s *state[V]) compactKeyLocked(kl *keyLog[V]) int {
 	if n > 0 && !empty {
 		s.refreshSlotLocked(kl)
 	}
+	if n > 0 && s.d != nil {
+		s.logTrimLocked(kl, empty, false)
+	}
 	return n
 }
 
@@ -191,9 +202,56 @@ func (s *state[V]) refreshSlotLocked(kl *keyLog[V]) {
 // trimIfOverLocked trims kl to the history cap if a write took it over twice
 // the cap.
 func (s *state[V]) trimIfOverLocked(kl *keyLog[V]) {
-	if n := s.opts.maxHistory; n > 0 && kl.log.Len() > 2*n {
+	if n := s.opts.maxHistory; n > 0 && kl.log.Len()-kl.drop > 2*n {
+		if d := s.d; d != nil && (d.replaying || d.draining) {
+			s.deferTrimLocked(kl) // replaying: the log says what was cut
+			return
+		}
 		s.trimKeyLocked(kl)
 	}
+}
+
+// deferTrimLocked is trimKeyLocked during a drain: the entries it would
+// drop are counted in kl.drop and dropped at publication, so that readers
+// at the published head lose nothing before the drain's revisions are
+// theirs, while the cap cuts exactly where it would without a drain.
+func (s *state[V]) deferTrimLocked(kl *keyLog[V]) {
+	d := s.d
+	if d.replaying {
+		return
+	}
+	es := kl.log.Entries()[kl.drop:]
+	drop := len(es) - max(s.opts.maxHistory, 1)
+	if i := sort.Search(len(es), func(i int) bool { return es[i].Rev > s.oldestPin }) - 1; i < drop {
+		drop = max(i, 0) // keep the entry visible at the oldest view, and all after
+	}
+	if drop > 0 {
+		if kl.drop == 0 {
+			d.trims = append(d.trims, kl)
+		}
+		kl.drop += drop
+	}
+}
+
+// applyDeferredTrimsLocked drops what deferTrimLocked counted, once the
+// drain is published.
+func (s *state[V]) applyDeferredTrimsLocked() {
+	d := s.d
+	for _, kl := range d.trims {
+		kl.mu.Lock()
+		lo := kl.log.Entries()[kl.drop].Rev
+		kl.log.DropBefore(lo)
+		kl.mu.Unlock()
+		kl.drop = 0
+		s.refreshSlotLocked(kl)
+		s.logTrimLocked(kl, false, true)
+		if lo > s.trimFloor {
+			s.trimFloor = lo
+			s.publishFloorLocked()
+		}
+	}
+	clear(d.trims)
+	d.trims = d.trims[:0]
 }
 
 // trimKeyLocked cuts kl to its newest maxHistory entries (keeping what the
@@ -205,6 +263,9 @@ func (s *state[V]) trimKeyLocked(kl *keyLog[V]) int {
 	kl.mu.Unlock()
 	if n > 0 {
 		s.refreshSlotLocked(kl)
+		if s.d != nil {
+			s.logTrimLocked(kl, false, true)
+		}
 	}
 	if n > 0 && lo > s.trimFloor {
 		s.trimFloor = lo
@@ -236,6 +297,9 @@ func (s *state[V]) compactLocked(rev int64) {
 	s.compactRev = rev
 	s.compaction.Store(&mark{rev: rev, time: t})
 	s.publishFloorLocked()
+	if s.d != nil && !s.d.replaying {
+		s.logLocked(wal.KindCompact, wal.AppendCompact(nil, wal.Compact{Rev: rev, Sec: t.Unix(), Nsec: int64(t.Nanosecond())}))
+	}
 }
 
 // newestVisibleLocked returns the newest time among every key's entry visible

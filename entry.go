@@ -57,6 +57,10 @@ type keyLog[V any] struct {
 	mu   sync.RWMutex // guards log against readers; writers also hold state.mu
 	log  revlog.Log[V]
 	slot int // index in state.slots; guarded by state.mu
+	// drop is how many of log's oldest entries the history cap has cut
+	// during a drain (Open's stores), to be dropped when the drain is
+	// published; 0 otherwise. Guarded by state.mu.
+	drop int
 }
 
 func lessKey[V any](a, b *keyLog[V]) bool { return a.key < b.key }

@@ -36,6 +36,16 @@ var (
 	// ErrClosed is returned by writes and Compact after Close, and by a Txn's
 	// methods after its Update returned.
 	ErrClosed = errors.New("revkv: store is closed")
+
+	// ErrCorrupt is returned by Open for a directory whose files are
+	// damaged (anywhere but a torn last log record, which Open cuts), of an
+	// unknown format version, or holding a value the codec cannot decode.
+	// The error names the file and the offset; nothing on disk is changed.
+	ErrCorrupt = errors.New("revkv: corrupt data")
+
+	// ErrLocked is returned by Open for a directory another open store
+	// holds, in this process or another.
+	ErrLocked = errors.New("revkv: directory is locked by another store")
 )
 
 // OpError is the error a call returns: what it did, the key it did it to,

@@ -21,6 +21,9 @@ const expiryBatch = 256
 // purge materialises every expiry due, expiryBatch at a time, and returns how
 // many. It is PurgeExpired and each tick of the expirer.
 func (s *state[V]) purge() int {
+	if s.d != nil {
+		return s.purgeDurable()
+	}
 	total := 0
 	for {
 		s.mu.Lock()
@@ -28,8 +31,31 @@ func (s *state[V]) purge() int {
 			s.mu.Unlock()
 			return total
 		}
-		n := s.materializeLocked(s.order.Now(s.order.Head()), expiryBatch)
+		n := s.materializeLocked(s.order.WriterNow(), expiryBatch)
 		s.mu.Unlock()
+		total += n
+		if n < expiryBatch {
+			return total
+		}
+	}
+}
+
+// purgeDurable is purge for a store on a directory: each batch is a request
+// of a drain, so that its expiries are synced before readers see them.
+func (s *state[V]) purgeDurable() int {
+	total := 0
+	for {
+		n := 0
+		_, err := s.submit(func() (Revision, error) {
+			if s.closed {
+				return 0, ErrClosed
+			}
+			n = s.materializeLocked(s.order.WriterNow(), expiryBatch)
+			return 0, nil
+		})
+		if err != nil {
+			return total
+		}
 		total += n
 		if n < expiryBatch {
 			return total
@@ -119,7 +145,15 @@ func (s *state[V]) expireLocked(kl *keyLog[V], t time.Time) {
 	kl.mu.Lock()
 	kl.log.Append(e)
 	kl.mu.Unlock()
-	s.order.Commit(t) // no slot changes with it, so indexMu is not needed
 	s.liveKeys--
+	if d := s.d; d != nil {
+		s.logExpireLocked(kl.key, &e, t)
+		if d.draining { // published once the drain's log is synced
+			s.order.Assign(1, t)
+			s.trimIfOverLocked(kl)
+			return
+		}
+	}
+	s.order.Commit(t) // no slot changes with it, so indexMu is not needed
 	s.trimIfOverLocked(kl)
 }

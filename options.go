@@ -9,12 +9,15 @@ import (
 type Option func(*options)
 
 type options struct {
-	clock          func() time.Time
-	expiryInterval time.Duration
-	maxHistory     int
-	retention      time.Duration
-	trimInterval   time.Duration
-	trimSample     int
+	sync            SyncMode
+	syncInterval    time.Duration
+	checkpointBytes int64
+	clock           func() time.Time
+	expiryInterval  time.Duration
+	maxHistory      int
+	retention       time.Duration
+	trimInterval    time.Duration
+	trimSample      int
 }
 
 // WithClock sets the clock the store reads for the time of every revision and
@@ -64,10 +67,43 @@ func WithTrimSample(n int) Option {
 	return func(o *options) { o.trimSample = n }
 }
 
+// SyncMode says when a store on a directory (Open) makes its log durable.
+type SyncMode int
+
+const (
+	// SyncAlways, the default: a write returns once its revision is on
+	// stable storage, and no reader sees a revision before that. Writers
+	// that arrive together share one sync (group commit).
+	SyncAlways SyncMode = iota
+	// SyncInterval syncs the log every WithSyncInterval (default 1 s): a
+	// crash loses at most that much.
+	SyncInterval
+	// SyncNever leaves syncing to the operating system (and Close).
+	SyncNever
+)
+
+// WithSync sets the SyncMode of a store on a directory; New ignores it.
+func WithSync(m SyncMode) Option {
+	return func(o *options) { o.sync = m }
+}
+
+// WithSyncInterval sets how often SyncInterval syncs (default 1 s); New
+// ignores it. A negative d makes Open panic.
+func WithSyncInterval(d time.Duration) Option {
+	return func(o *options) { o.syncInterval = d }
+}
+
+// WithCheckpointBytes makes a store on a directory write a snapshot, and
+// delete the log it covers, once n bytes were logged since the last one
+// (default 64 MiB). New ignores it. A negative n makes Open panic.
+func WithCheckpointBytes(n int64) Option {
+	return func(o *options) { o.checkpointBytes = n }
+}
+
 // build applies opts over the defaults and panics, naming the option, on a
 // value no store can honour: that is a programming error, not bad input.
 func build(opts []Option) options {
-	o := options{clock: time.Now, trimSample: 20}
+	o := options{clock: time.Now, trimSample: 20, syncInterval: time.Second, checkpointBytes: 64 << 20}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -84,6 +120,18 @@ func build(opts []Option) options {
 		panic(fmt.Sprintf("revkv: WithTrimInterval: negative interval %v", o.trimInterval))
 	case o.trimSample < 0:
 		panic(fmt.Sprintf("revkv: WithTrimSample: negative count %d", o.trimSample))
+	case o.syncInterval < 0:
+		panic(fmt.Sprintf("revkv: WithSyncInterval: negative interval %v", o.syncInterval))
+	case o.checkpointBytes < 0:
+		panic(fmt.Sprintf("revkv: WithCheckpointBytes: negative size %d", o.checkpointBytes))
+	case o.sync < SyncAlways || o.sync > SyncNever:
+		panic(fmt.Sprintf("revkv: WithSync: unknown mode %d", o.sync))
+	}
+	if o.syncInterval == 0 {
+		o.syncInterval = time.Second
+	}
+	if o.checkpointBytes == 0 {
+		o.checkpointBytes = 64 << 20
 	}
 	if o.trimSample == 0 {
 		o.trimSample = 20

@@ -7,6 +7,8 @@ import (
 	"iter"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -61,9 +63,25 @@ func TestModel(t *testing.T) {
 			h.closeAll()
 		})
 	}
+	// The same on a directory (Open), with steps that close and reopen the
+	// store, and that open a copy of its directory taken while it runs (a
+	// crash: every acknowledged write must be there, and nothing else).
+	for i, set := range sets {
+		t.Run("open/"+set.name, func(t *testing.T) {
+			h := newHarnessRand(t, rand.New(rand.NewSource(seed+int64(i)+100)), set.maxHistory, set.retention)
+			h.makeDurable(t.TempDir(), i%2 == 0)
+			for h.n = 0; h.n < *stepsFlag; h.n++ {
+				h.step()
+				h.check(h.n%25 == 0)
+			}
+			h.closeAll()
+		})
+	}
 }
 
 type harness struct {
+	dir   string         // the store's directory, if it was opened there
+	opts  []revkv.Option // the options it was made with
 	t     *testing.T
 	rng   *rand.Rand
 	clock *manualClock
@@ -93,9 +111,69 @@ func newHarnessRand(t *testing.T, rng *rand.Rand, maxHistory int, retention time
 		opts = append(opts, revkv.WithRetention(retention))
 	}
 	return &harness{
-		t: t, rng: rng, clock: clock,
+		t: t, rng: rng, clock: clock, opts: opts,
 		s: revkv.New[int](opts...), m: newModel(clock, maxHistory, retention),
 	}
+}
+
+// makeDurable replaces the harness's empty store with one on dir; small
+// says to checkpoint every few kilobytes, so that snapshots are taken and
+// loaded often.
+func (h *harness) makeDurable(dir string, small bool) {
+	require.NoError(h.t, h.s.Close())
+	h.dir = dir
+	if small {
+		h.opts = append(h.opts, revkv.WithCheckpointBytes(4<<10))
+	}
+	h.s = h.open(dir)
+}
+
+func (h *harness) open(dir string) *revkv.Store[int] {
+	s, err := revkv.Open(dir, revkv.JSONCodec[int](), h.opts...)
+	require.NoError(h.t, err, "%s", h)
+	return s
+}
+
+// reopen closes the store and opens its directory again: every answer must
+// be as before (the model is unchanged but for the views, which close).
+func (h *harness) reopen() {
+	h.did("Close() and Open()")
+	for _, v := range h.views {
+		h.m.CloseView(v.mv)
+		v.sv.Close()
+	}
+	h.views = nil
+	require.NoError(h.t, h.s.Close())
+	h.s = h.open(h.dir)
+	h.check(true)
+}
+
+// crashCopy copies the directory of the running store, as a crash would
+// leave it (every acknowledged write is synced), opens the copy and checks
+// it against the model, then goes on with the original.
+func (h *harness) crashCopy() {
+	h.did("crash copy")
+	dir := h.t.TempDir()
+	des, err := os.ReadDir(h.dir)
+	require.NoError(h.t, err)
+	for _, de := range des {
+		if de.Name() == "LOCK" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(h.dir, de.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a checkpoint removed it meanwhile
+		}
+		require.NoError(h.t, err)
+		require.NoError(h.t, os.WriteFile(filepath.Join(dir, de.Name()), b, 0o644))
+	}
+	orig, views := h.s, h.views
+	h.s, h.views = h.open(dir), nil
+	pins := h.m.pins
+	h.m.pins = map[int64]int{}
+	h.check(true)
+	require.NoError(h.t, h.s.Close())
+	h.s, h.views, h.m.pins = orig, views, pins
 }
 
 // String prints the recent operations; testify calls it only on failure.
@@ -197,7 +275,15 @@ func (h *harness) writeResult(what string, wantRev revkv.Revision, wantErr error
 func (h *harness) step() {
 	h.moveClock()
 	k, v := h.key(), h.rng.Intn(1000)
-	switch op := h.rng.Intn(108); {
+	switch op := h.rng.Intn(110); {
+	case op >= 108:
+		if h.dir == "" {
+			h.update()
+		} else if op == 108 {
+			h.reopen()
+		} else {
+			h.crashCopy()
+		}
 	case op >= 100:
 		h.update()
 	case op < 14:
@@ -447,7 +533,15 @@ func (h *harness) closeAll() {
 	h.eq(0, h.s.Trim(), "Trim after Close")
 	h.check(true) // reads still answer, and the same
 	for _, v := range h.views {
+		h.m.CloseView(v.mv)
 		v.sv.Close()
+	}
+	h.views = nil
+	if h.dir != "" { // and once more after opening the directory again
+		h.s = h.open(h.dir)
+		h.m.closed = false
+		h.check(true)
+		require.NoError(h.t, h.s.Close())
 	}
 }
 

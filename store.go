@@ -79,6 +79,10 @@ type state[V any] struct {
 	oldestPin  int64                     // smallest key of pins; noPin when none
 	txb        txBuffer[V]               // the running Update's writes (see Txn)
 	txns       []Txn[V]                  // Txn handles not yet handed out
+
+	// d is the log and snapshots of a store on a directory (Open); nil for
+	// New. It never changes after Open.
+	d *durability[V]
 	closed     bool
 
 	stop      chan struct{}  // closed by shutdown: the background goroutines return
@@ -98,7 +102,11 @@ type mark struct {
 // Close. New panics, naming the option, if an option has a negative value or
 // WithClock is given nil.
 func New[V any](opts ...Option) *Store[V] {
-	o := build(opts)
+	return newState[V](build(opts)).start()
+}
+
+// newState returns an empty store's state; start starts its goroutines.
+func newState[V any](o options) *state[V] {
 	st := &state[V]{
 		opts:      o,
 		order:     mvcc.NewOrder(o.clock),
@@ -109,6 +117,13 @@ func New[V any](opts ...Option) *Store[V] {
 		oldestPin: noPin,
 		stop:      make(chan struct{}),
 	}
+	st.txb.s = st
+	return st
+}
+
+// start starts the goroutines the options ask for and returns the handle.
+func (st *state[V]) start() *Store[V] {
+	o := st.opts
 	if d := o.expiryInterval; d > 0 {
 		st.bg.Add(1)
 		go st.expire(d)
@@ -121,18 +136,27 @@ func New[V any](opts ...Option) *Store[V] {
 			t.Run(st.stop)
 		}()
 	}
-	st.txb.s = st
+	if st.d != nil {
+		st.d.start(st)
+	}
 	s := &Store[V]{st}
-	if o.expiryInterval > 0 || o.trimInterval > 0 {
+	if o.expiryInterval > 0 || o.trimInterval > 0 || st.d != nil {
 		// The goroutines hold st, never s: once s is unreachable, stop them.
-		runtime.AddCleanup(s, (*state[V]).shutdown, st)
+		runtime.AddCleanup(s, func(st *state[V]) { st.shutdown() }, st)
 	}
 	return s
 }
 
 // lookupLocked returns key's log, or nil, for a caller holding mu: only
-// holders of mu change the index, so they read it without indexMu.
-func (s *state[V]) lookupLocked(key string) *keyLog[V] { return s.index[key].kl }
+// holders of mu change the index, so they read it without indexMu. During a
+// drain (Open's stores) a key created by an earlier write of the drain is
+// not in the index yet.
+func (s *state[V]) lookupLocked(key string) *keyLog[V] {
+	if kl := s.index[key].kl; kl != nil || s.d == nil {
+		return kl
+	}
+	return s.d.newKeys[key]
+}
 
 // lookup returns key's log, or nil.
 func (s *state[V]) lookup(key string) *keyLog[V] {
@@ -154,17 +178,24 @@ func (s *Store[V]) Floor() Revision { return Revision(s.floor.Load()) }
 // store closed: afterwards writes and Compact return ErrClosed, PurgeExpired
 // and Trim return 0, and reads still answer. It is idempotent and always
 // returns nil.
-func (s *Store[V]) Close() error {
-	s.shutdown()
-	return nil
-}
+//
+// A store on a directory also syncs its log, closes it and releases the
+// directory; Close returns the first error writing or syncing ever met.
+func (s *Store[V]) Close() error { return s.shutdown() }
 
-func (s *state[V]) shutdown() {
+// shutdown is Close: the first call does the work and returns its error,
+// later ones return nil.
+func (s *state[V]) shutdown() error {
+	var err error
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
 		close(s.stop)
 		s.bg.Wait()
+		if s.d != nil {
+			err = s.d.close()
+		}
 	})
+	return err
 }

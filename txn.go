@@ -34,15 +34,23 @@ import (
 // take the write lock (Put, Delete, Update, Len, Scan, At, Compact, ...):
 // that deadlocks, as it does in bbolt.
 func (s *Store[V]) Update(fn func(tx *Txn[V]) error) (Revision, error) {
+	if s.d != nil {
+		return s.submit(func() (Revision, error) { return s.updateLocked(fn) })
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.updateLocked(fn)
+}
+
+// updateLocked is Update under the write lock.
+func (s *state[V]) updateLocked(fn func(tx *Txn[V]) error) (Revision, error) {
 	if s.closed {
 		return 0, &OpError{Op: "update", Err: ErrClosed, keyless: true}
 	}
-	now := s.order.Now(s.order.Head())
+	now := s.order.WriterNow()
 	s.materializeLocked(now, math.MaxInt)
 	b := &s.txb
-	b.now, b.base = now, s.order.Head().Rev
+	b.now, b.base = now, s.order.Last().Rev
 	tx := s.newTxnLocked()
 	defer s.endTxnLocked(tx) // also on a panic
 	if err := fn(tx); err != nil {
@@ -50,6 +58,11 @@ func (s *Store[V]) Update(fn func(tx *Txn[V]) error) (Revision, error) {
 	}
 	if len(b.changes) == 0 {
 		return Revision(b.base), nil
+	}
+	if s.d != nil {
+		if err := s.logBatchLocked(b.changes, now); err != nil {
+			return 0, &OpError{Op: "update", Err: err, keyless: true}
+		}
 	}
 	return Revision(s.commitLocked(b.changes, now)), nil
 }

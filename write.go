@@ -151,12 +151,20 @@ func expiryOf(now time.Time, d time.Duration) (int64, error) {
 // materialises the expiries due, asks decide what to write, and commits that
 // as the next revision: the one-write case of what Update commits.
 func (s *state[V]) write(key string, d time.Duration, decide decider[V]) (Revision, error) {
+	if s.d != nil {
+		return s.submit(func() (Revision, error) { return s.writeLocked(key, d, decide) })
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.writeLocked(key, d, decide)
+}
+
+// writeLocked is write under the write lock.
+func (s *state[V]) writeLocked(key string, d time.Duration, decide decider[V]) (Revision, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
-	now := s.order.Now(s.order.Head())
+	now := s.order.WriterNow()
 	var c change[V]
 	if d > 0 {
 		at, err := expiryOf(now, d)
@@ -174,6 +182,11 @@ func (s *state[V]) write(key string, d time.Duration, decide decider[V]) (Revisi
 		return 0, err
 	}
 	cs := [1]change[V]{c}
+	if s.d != nil {
+		if err := s.logBatchLocked(cs[:], now); err != nil {
+			return 0, err
+		}
+	}
 	return Revision(s.commitLocked(cs[:], now)), nil
 }
 
@@ -220,7 +233,7 @@ type change[V any] struct {
 // Entries above the head are invisible to every reader (they read at the
 // head they load), so the logs are appended to before the head moves.
 func (s *state[V]) commitLocked(cs []change[V], t time.Time) int64 {
-	rev := s.order.Head().Rev
+	rev := s.order.Last().Rev
 	for i := range cs {
 		c := &cs[i]
 		if c.kl == nil && c.prev >= 0 {
@@ -252,6 +265,17 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) int64 {
 		}
 	}
 
+	if d := s.d; d != nil && d.draining {
+		// Published, with the slots, once the drain's log is synced.
+		s.order.Assign(len(cs), t)
+		for i := range cs {
+			d.pending = append(d.pending, slotUpdate[V]{cs[i].key, indexedOf(cs[i].kl, &cs[i].e)})
+		}
+		for i := range cs {
+			s.trimIfOverLocked(cs[i].kl)
+		}
+		return rev
+	}
 	s.indexMu.Lock()
 	for i := range cs {
 		s.index[cs[i].key] = indexedOf(cs[i].kl, &cs[i].e) // a key written twice: the last wins
@@ -271,5 +295,8 @@ func (s *state[V]) addKeyLocked(key string) *keyLog[V] {
 	kl := &keyLog[V]{key: key, slot: len(s.slots)}
 	s.tree.ReplaceOrInsert(kl)
 	s.slots = append(s.slots, kl)
+	if s.d != nil && s.d.draining {
+		s.d.newKeys[key] = kl
+	}
 	return kl
 }

@@ -4,6 +4,11 @@
 // An Order is written by one writer at a time (the store's write lock) and read
 // by any number of goroutines: Head, Now and First are safe for concurrent use;
 // every other method needs the caller's write lock.
+//
+// A writer assigns revisions (Assign) and publishes them (Publish), which
+// Commit does in one step. A store that must sync its log before readers see
+// a revision assigns several, syncs, then publishes them all: writers see the
+// assigned revisions (Last, Next, WriterNow), readers only the published head.
 package mvcc
 
 import (
@@ -34,7 +39,8 @@ type Order struct {
 
 	// Guarded by the caller's write lock.
 	base   int64    // revision of times.at(0)
-	times  timeline // times of revisions base, base+1, ..., head.Rev
+	times  timeline // times of revisions base, base+1, ..., last.Rev
+	last   Stamp    // the last assigned revision and its time; head.Rev <= last.Rev
 	stamps []Stamp  // where the next heads are written; each is written once, then published
 }
 
@@ -96,20 +102,36 @@ func (o *Order) Now(h Stamp) time.Time {
 	return t
 }
 
-// Next returns the revision the next Commit will publish.
-func (o *Order) Next() int64 { return o.Head().Rev + 1 }
+// Next returns the revision the next Assign will give.
+func (o *Order) Next() int64 { return o.last.Rev + 1 }
 
-// Commit publishes revision Next() with time t, which must not be before the
-// head's time. Whatever the caller wrote for that revision must be in place
-// before Commit: readers that load the new head expect to find it. O(1)
-// amortised.
+// Last returns the last assigned revision and its time: the head, unless
+// revisions were assigned and not yet published.
+func (o *Order) Last() Stamp { return o.last }
+
+// WriterNow is Now for a writer: the later of the clock and the last
+// assigned revision's time.
+func (o *Order) WriterNow() time.Time { return o.Now(o.last) }
+
+// Commit assigns and publishes revision Next() with time t, which must not
+// be before the last revision's time. Whatever the caller wrote for that
+// revision must be in place before Commit: readers that load the new head
+// expect to find it. O(1) amortised.
 func (o *Order) Commit(t time.Time) int64 { return o.CommitN(1, t) }
 
-// CommitN publishes the next n revisions (n >= 1), all with time t, in one
-// step: a reader loads the head before them or the head after them, never
-// one in between. That is how a batch of writes becomes visible together.
-// It returns the last of them. O(n) amortised.
+// CommitN assigns the next n revisions (n >= 1), all with time t, and
+// publishes them in one step: a reader loads the head before them or the
+// head after them, never one in between. That is how a batch of writes
+// becomes visible together. It returns the last of them. O(n) amortised.
 func (o *Order) CommitN(n int, t time.Time) int64 {
+	rev := o.Assign(n, t)
+	o.Publish()
+	return rev
+}
+
+// Assign gives the next n revisions (n >= 1) the time t and returns the
+// last of them, without publishing them.
+func (o *Order) Assign(n int, t time.Time) int64 {
 	rev := o.Next()
 	if rev == 1 {
 		first := t // a copy: taking t's address would move t to the heap on every call
@@ -119,15 +141,49 @@ func (o *Order) CommitN(n int, t time.Time) int64 {
 	for range n {
 		o.times.push(at)
 	}
-	rev += int64(n) - 1
+	o.last = Stamp{Rev: rev + int64(n) - 1, Time: t}
+	return o.last.Rev
+}
+
+// Publish makes every assigned revision visible to readers.
+func (o *Order) Publish() {
+	if o.last.Rev == o.Head().Rev {
+		return
+	}
 	if len(o.stamps) == 0 {
 		o.stamps = make([]Stamp, stampBlock)
 	}
 	h := &o.stamps[0]
 	o.stamps = o.stamps[1:]
-	*h = Stamp{Rev: rev, Time: t}
+	*h = o.last
 	o.head.Store(h)
-	return rev
+}
+
+// Restore sets an empty order to the state a snapshot recorded: revision
+// last at its time, first's time, and the times of revisions base..last.Rev
+// (times, oldest first), all published. It is for recovery.
+func (o *Order) Restore(first time.Time, base int64, times []time.Time, last Stamp) {
+	if last.Rev == 0 {
+		return
+	}
+	f := first
+	o.first.Store(&f)
+	o.base = base
+	for _, t := range times {
+		o.times.push(instantOf(t))
+	}
+	o.last = last
+	o.Publish()
+}
+
+// Times returns the times of revisions Base()..Last().Rev, oldest first:
+// what Restore needs besides the first time and the last stamp.
+func (o *Order) Times() []time.Time {
+	out := make([]time.Time, o.times.len())
+	for i := range out {
+		out[i] = o.times.at(int64(i)).time()
+	}
+	return out
 }
 
 // Base returns the oldest revision whose time is still known.
@@ -157,10 +213,10 @@ func (o *Order) RevAt(t time.Time) (rev int64, known bool) {
 	return o.base + n - 1, true
 }
 
-// Forget drops the times of revisions below rev (never the head's). O(1)
-// amortised; the memory held stays proportional to the revisions kept.
+// Forget drops the times of revisions below rev (never the last one's).
+// O(1) amortised; the memory held stays proportional to the revisions kept.
 func (o *Order) Forget(rev int64) {
-	if h := o.Head().Rev; rev > h {
+	if h := o.last.Rev; rev > h {
 		rev = h
 	}
 	drop := rev - o.base

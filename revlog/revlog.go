@@ -151,6 +151,10 @@ func (l *Log[V]) Last() (*Entry[V], bool) {
 	return &l.entries[len(l.entries)-1], true
 }
 
+// MarkTrimmed records that entries older than the first were dropped, for a
+// log rebuilt from a snapshot.
+func (l *Log[V]) MarkTrimmed() { l.trimmed = len(l.entries) > 0 }
+
 // Lo returns the revision below which reads are Compacted (0: none are).
 func (l *Log[V]) Lo() int64 {
 	if !l.trimmed || len(l.entries) == 0 {
@@ -220,6 +224,16 @@ func (l *Log[V]) CutBefore(rev int64) (dropped int, empty bool) {
 	}
 	l.dropFront(i)
 	return i, false
+}
+
+// DropBefore drops every entry below revision rev (keeping at least the
+// newest) and returns how many: a log replayed from disk is cut exactly
+// where it was cut before. O(n).
+func (l *Log[V]) DropBefore(rev int64) int {
+	i := l.indexAt(rev - 1)
+	k := min(i+1, len(l.entries)-1)
+	l.dropFront(k)
+	return max(k, 0)
 }
 
 // TrimTo drops the oldest entries until at most n remain, but keeps the entry

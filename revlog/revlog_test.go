@@ -328,3 +328,18 @@ func TestTTLEntryLeavesRoomForItsExpiry(t *testing.T) {
 	m.Append(e)
 	require.Equal(t, 4, cap(m.entries))
 }
+
+func TestDropBefore(t *testing.T) {
+	var l Log[string]
+	for _, r := range []int64{2, 5, 9} {
+		l.Append(Entry[string]{Rev: r, Op: Put})
+	}
+	require.Equal(t, 0, l.DropBefore(2))
+	require.Equal(t, int64(0), l.Lo(), "nothing dropped: not trimmed")
+	require.Equal(t, 1, l.DropBefore(5))
+	require.Equal(t, int64(5), l.Lo())
+	require.Equal(t, 1, l.DropBefore(100), "the newest entry stays")
+	require.Equal(t, 1, l.Len())
+	_, st := l.At(6)
+	require.Equal(t, Compacted, st)
+}

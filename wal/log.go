@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // A log is a sequence of segment files in one directory, each named by
@@ -148,15 +150,22 @@ func allZero(b []byte) bool {
 }
 
 // Writer appends records to the last segment of a log and starts new ones.
-// It is not safe for concurrent use. After a failed write or sync every
-// later call returns the same error: what reached the file is unknown, so
-// nothing more may be written after it.
+// Append, Buffer, Flush, Rotate and Close are for one goroutine at a time
+// (the store's write lock); Sync and Err may run beside them. After a
+// failed write or sync every later call returns the same error: what
+// reached the file is unknown, so nothing more may be written after it.
 type Writer struct {
 	dir  string
-	f    *os.File
-	size int64 // bytes in f
-	buf  []byte
-	err  error
+	f    File             // replaced by Rotate under syncMu
+	wrap func(File) File // set by Inject
+
+	buf []byte   // records buffered for the next Flush
+	// syncMu is held across an fsync and across a segment switch, so that
+	// a Sync never meets a file Rotate closed.
+	syncMu sync.Mutex
+	err    atomic.Pointer[error]
+	// size is the length of the segment, buffered records excluded.
+	size int64
 	// SegmentSize is the size past which Append starts a new segment.
 	SegmentSize int64
 }
@@ -212,7 +221,8 @@ func OpenWriter(dir string, tail Tail, next int64) (*Writer, error) {
 }
 
 // create starts the segment of rev: written, synced, and its directory
-// entry synced, before any record goes into it.
+// entry synced, before any record goes into it. The caller holds syncMu or
+// is the only user.
 func (w *Writer) create(rev int64) error {
 	name := filepath.Join(w.dir, SegmentName(rev))
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -233,53 +243,80 @@ func (w *Writer) create(rev int64) error {
 		w.f.Close()
 	}
 	w.f, w.size = f, headerSize
-	return nil
-}
-
-// Append writes a record to the segment (to the operating system, not yet
-// to stable storage: see Sync). next is the revision the first record after
-// it will take; if the segment is past SegmentSize, the next record goes to
-// a new segment named by it.
-func (w *Writer) Append(kind Kind, payload []byte, next int64) error {
-	if w.err != nil {
-		return w.err
-	}
-	w.buf = appendFrame(w.buf[:0], kind, payload)
-	n, err := w.f.Write(w.buf)
-	w.size += int64(n)
-	if err != nil {
-		w.err = err
-		return err
-	}
-	if w.size >= w.SegmentSize {
-		if err := w.f.Sync(); err != nil {
-			w.err = err
-			return err
-		}
-		if err := w.create(next); err != nil {
-			w.err = err
-			return err
-		}
+	if w.wrap != nil {
+		w.f = w.wrap(w.f)
 	}
 	return nil
 }
 
-// Sync makes every record appended so far durable.
-func (w *Writer) Sync() error {
-	if w.err != nil {
-		return w.err
-	}
-	if err := w.f.Sync(); err != nil {
-		w.err = err
-	}
-	return w.err
+func (w *Writer) fail(err error) error {
+	w.err.CompareAndSwap(nil, &err)
+	return *w.err.Load()
 }
 
 // Err returns the error that stopped the writer, if any.
-func (w *Writer) Err() error { return w.err }
+func (w *Writer) Err() error {
+	if e := w.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Buffer adds a record to those the next Flush writes.
+func (w *Writer) Buffer(kind Kind, payload []byte) {
+	w.buf = appendFrame(w.buf, kind, payload)
+}
+
+// Buffered returns the number of bytes buffered.
+func (w *Writer) Buffered() int { return len(w.buf) }
+
+// Flush writes the buffered records to the segment (to the operating system,
+// not yet to stable storage: see Sync) and returns how many bytes it wrote.
+// next is the revision the first record after them will take: if the
+// segment is past SegmentSize, the next records go to a new segment named
+// by it.
+func (w *Writer) Flush(next int64) (int, error) {
+	if err := w.Err(); err != nil {
+		w.buf = w.buf[:0]
+		return 0, err
+	}
+	n, err := w.f.Write(w.buf)
+	w.size += int64(n)
+	w.buf = w.buf[:0]
+	if err != nil {
+		return n, w.fail(err)
+	}
+	if w.size >= w.SegmentSize {
+		return n, w.Rotate(next)
+	}
+	return n, nil
+}
+
+// Append writes one record: Buffer and Flush.
+func (w *Writer) Append(kind Kind, payload []byte, next int64) error {
+	w.Buffer(kind, payload)
+	_, err := w.Flush(next)
+	return err
+}
+
+// Sync makes every record flushed so far durable. It may run beside the
+// other methods.
+func (w *Writer) Sync() error {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	if err := w.Err(); err != nil {
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
 
 // Close closes the segment file; it does not sync.
 func (w *Writer) Close() error {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
 	if w.f == nil {
 		return nil
 	}
@@ -288,27 +325,39 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// Current returns the first revision of the segment being written.
-func (w *Writer) Current() (int64, error) {
-	rev, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(w.f.Name()), logExt), 16, 64)
-	return rev, err
-}
-
-// Rotate closes the current segment and starts one at rev, so that the
+// Rotate syncs the current segment and starts one at rev, so that the
 // segments before it can be removed once a snapshot covers them.
 func (w *Writer) Rotate(rev int64) error {
-	if w.err != nil {
-		return w.err
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	if err := w.Err(); err != nil {
+		return err
 	}
 	if err := w.f.Sync(); err != nil {
-		w.err = err
-		return err
+		return w.fail(err)
 	}
 	if err := w.create(rev); err != nil {
-		w.err = err
-		return err
+		return w.fail(err)
 	}
 	return nil
+}
+
+// File is what a Writer writes a segment through: an *os.File, or what a
+// test wraps it in.
+type File interface {
+	io.Writer
+	Sync() error
+	Close() error
+	Name() string
+}
+
+// Inject makes the writer write every segment, the current one and those
+// it starts, through wrap(file): for tests that inject failures.
+func (w *Writer) Inject(wrap func(File) File) {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	w.wrap = wrap
+	w.f = wrap(w.f)
 }
 
 // RemoveBefore deletes the segments that end before rev: every segment but
@@ -338,4 +387,11 @@ func SyncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// Current returns the first revision of the segment being written.
+func (w *Writer) Current() (int64, error) {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	return strconv.ParseInt(strings.TrimSuffix(filepath.Base(w.f.Name()), logExt), 16, 64)
 }

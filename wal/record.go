@@ -317,10 +317,12 @@ func DecodeCompact(p []byte) (Compact, error) {
 }
 
 // Trim is the payload of a KindTrim record: key's log now starts at Lo (its
-// entries below were dropped), or the key was removed (Lo 0).
+// entries below were dropped), or the key was removed (Lo 0). Count says a
+// count trim (the history cap) raised the floor to Lo with it.
 type Trim struct {
-	Key string
-	Lo  int64
+	Key   string
+	Lo    int64
+	Count bool
 }
 
 // AppendTrim appends the payload of a trim to dst.
@@ -328,12 +330,123 @@ func AppendTrim(dst []byte, t Trim) []byte {
 	e := enc{dst}
 	e.str(t.Key)
 	e.varint(t.Lo)
+	e.b = append(e.b, boolByte(t.Count))
 	return e.b
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // DecodeTrim decodes a KindTrim payload.
 func DecodeTrim(p []byte) (Trim, error) {
 	d := dec{b: p}
-	t := Trim{Key: string(d.raw()), Lo: d.varint()}
+	t := Trim{Key: string(d.raw()), Lo: d.varint(), Count: d.byte1() == 1}
 	return t, d.done()
+}
+
+// Instant is a time as Unix seconds and nanoseconds.
+type Instant struct {
+	Sec  int64
+	Nsec int32
+}
+
+// State is the payload of a snapshot's KindState record: the store's
+// revisions, the times it keeps, its floors and its last compaction.
+type State struct {
+	Last       int64     // the revision the snapshot is at
+	LastTime   Instant   // its time
+	First      Instant   // revision 1's time
+	Base       int64     // the oldest revision whose time is kept
+	Times      []Instant // the times of revisions Base..Last
+	CompactRev int64     // 0: never compacted
+	Compacted  Instant   // the compaction's time
+	TrimFloor  int64
+}
+
+// AppendState appends the payload of a state record to dst. Times are
+// stored as differences from the one before, mostly a byte or two each.
+func AppendState(dst []byte, s *State) []byte {
+	e := enc{dst}
+	e.varint(s.Last)
+	e.instant(s.LastTime)
+	e.instant(s.First)
+	e.varint(s.Base)
+	e.uvarint(uint64(len(s.Times)))
+	var prev Instant
+	for _, t := range s.Times {
+		e.varint(t.Sec - prev.Sec)
+		e.varint(int64(t.Nsec) - int64(prev.Nsec))
+		prev = t
+	}
+	e.varint(s.CompactRev)
+	e.instant(s.Compacted)
+	e.varint(s.TrimFloor)
+	return e.b
+}
+
+func (e *enc) instant(t Instant) {
+	e.varint(t.Sec)
+	e.varint(int64(t.Nsec))
+}
+
+func (d *dec) instant() Instant { return Instant{Sec: d.varint(), Nsec: d.int32()} }
+
+// DecodeState decodes a KindState payload.
+func DecodeState(p []byte) (*State, error) {
+	d := dec{b: p}
+	s := &State{Last: d.varint(), LastTime: d.instant(), First: d.instant(), Base: d.varint()}
+	n := d.uvarint()
+	if n > uint64(len(p)) {
+		return nil, errShortPayload
+	}
+	s.Times = make([]Instant, n)
+	var prev Instant
+	for i := range s.Times {
+		prev = Instant{Sec: prev.Sec + d.varint(), Nsec: int32(int64(prev.Nsec) + d.varint())}
+		s.Times[i] = prev
+	}
+	s.CompactRev = d.varint()
+	s.Compacted = d.instant()
+	s.TrimFloor = d.varint()
+	return s, d.done()
+}
+
+// Key is the payload of a snapshot's KindKey record: one key's retained
+// entries, oldest first; Trimmed says older ones were dropped.
+type Key struct {
+	Key     string
+	Trimmed bool
+	Entries []Entry // their Key fields are not stored
+}
+
+// AppendKey appends the payload of a key record to dst.
+func AppendKey(dst []byte, k *Key) []byte {
+	e := enc{dst}
+	e.str(k.Key)
+	e.b = append(e.b, boolByte(k.Trimmed))
+	e.uvarint(uint64(len(k.Entries)))
+	for i := range k.Entries {
+		e.entry(&k.Entries[i], false)
+	}
+	return e.b
+}
+
+// DecodeKey decodes a KindKey payload.
+func DecodeKey(p []byte) (*Key, error) {
+	d := dec{b: p}
+	k := &Key{Key: string(d.raw()), Trimmed: d.byte1() == 1}
+	n := d.uvarint()
+	if n > uint64(len(p)) {
+		return nil, errShortPayload
+	}
+	k.Entries = make([]Entry, n)
+	for i := range k.Entries {
+		d.entry(&k.Entries[i], false)
+		k.Entries[i].Key = k.Key
+	}
+	return k, d.done()
 }

@@ -281,6 +281,7 @@ func TestWriterFailsForever(t *testing.T) {
 	w, err := OpenWriter(dir, Tail{Segment: -1}, 1)
 	require.NoError(t, err)
 	w.f.Close() // every write now fails
+	w.buf = w.buf[:0]
 	err = w.Append(KindBatch, []byte("x"), 2)
 	require.Error(t, err)
 	require.Equal(t, err, w.Append(KindBatch, []byte("y"), 2))

@@ -1,0 +1,420 @@
+package revkv
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/wal"
+)
+
+// A store on a directory (Open) is the in-memory store plus a log of every
+// revision, compaction and trim (package wal), and snapshots that let the
+// log be deleted. The root wires them in at the commit point:
+//
+//   - Every write call, Update and purge is a request. Requests queue, and
+//     the first writer to find no leader drains the queue: under the write
+//     lock it runs each request in turn (each sees the ones before it),
+//     writes their records with one write, syncs once (SyncAlways), and
+//     only then publishes their revisions to readers, in order. So writers
+//     that arrive together share a sync, and no reader sees a revision
+//     before it is durable. Revisions are assigned but not published during
+//     a drain (mvcc.Order's Assign and Publish); index slots, the new keys'
+//     entries in the index and the history cap wait for the publication.
+//   - Compactions and trims are logged as they happen; they need no sync
+//     of their own (a crash may undo them, and the history they dropped is
+//     then answered again, correctly).
+//   - A checkpoint rotates the log to a new segment at the head, writes the
+//     retained state at the head from a pinned view while writers go on, and
+//     then deletes the segments and snapshots it covers.
+//   - A failed write or sync stops the store's writes for good: nothing of
+//     the failed drain is published, and every later write returns the
+//     error. Reads go on; Close returns it.
+
+// durability is the log of a store on a directory.
+type durability[V any] struct {
+	dir   string
+	codec Codec[V]
+	lock  *os.File   // holds the directory's lock until close
+	w     *wal.Writer // written under state.mu; Sync may run beside
+
+	// qmu guards queue and leading. It is taken alone, never with mu.
+	qmu     sync.Mutex
+	queue   []*request
+	leading bool
+
+	// Guarded by state.mu.
+	draining  bool                  // a drain runs: publication is deferred
+	replaying bool                  // Open applies the log: nothing is logged or capped
+	pending   []slotUpdate[V]       // index slots the drain publishes, in order
+	newKeys   map[string]*keyLog[V] // keys the drain created, not yet in the index
+	trims     []*keyLog[V]          // keys whose history cap cut waits for publication (keyLog.drop)
+	batch     wal.Batch
+	payload   []byte
+
+	logged  atomic.Int64       // bytes logged since the last checkpoint
+	ckptMu  sync.Mutex         // one checkpoint at a time; taken before state.mu
+	ckpt    chan struct{}      // wakes the checkpointer
+	failure atomic.Pointer[error]
+}
+
+type slotUpdate[V any] struct {
+	key string
+	x   indexed[V]
+}
+
+// request is one write call waiting for a drain.
+type request struct {
+	run      func() (Revision, error)
+	rev      Revision
+	err      error
+	panicked any
+	done     chan struct{} // closed when the request is done, or made leader
+	lead     bool          // set before done is closed: drain the queue
+}
+
+// Open returns a store whose state lives in dir (created if missing) and
+// survives a restart and a crash: it loads the newest snapshot, replays the
+// log after it, cuts a torn last record, and goes on from Rev()+1. Nothing
+// is expired during Open: expiries that fell due while the store was closed
+// are written, at their exact times, by the first write, purge or expirer
+// tick after it.
+//
+// A directory another store holds is ErrLocked; damaged files, an unknown
+// format version or a value codec cannot decode are ErrCorrupt, naming the
+// file and offset, and Open changes nothing on disk. The options of New
+// apply, and WithSync, WithSyncInterval and WithCheckpointBytes.
+func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) {
+	o := build(opts)
+	fail := func(err error) (*Store[V], error) { return nil, &OpError{Op: "open", Key: dir, Err: err} }
+	if codec == nil {
+		return fail(errors.New("nil codec"))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	lock, err := wal.Lock(dir)
+	if errors.Is(err, wal.ErrLocked) {
+		return fail(ErrLocked)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	st := newState[V](o)
+	d := &durability[V]{dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1)}
+	st.d = d
+	tail, err := st.recover()
+	if err == nil {
+		d.w, err = wal.OpenWriter(dir, tail, st.order.Next())
+	}
+	if err != nil {
+		lock.Close()
+		var c *wal.Corruption
+		if errors.As(err, &c) {
+			err = detail(ErrCorrupt, "", c)
+		}
+		return fail(err)
+	}
+	d.w.SegmentSize = 1<<63 - 1 // segments end at checkpoints
+	return st.start(), nil
+}
+
+// start starts the checkpointer and, under SyncInterval, the syncer.
+func (d *durability[V]) start(s *state[V]) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-d.ckpt:
+				s.checkpoint() // its error, if any, stops the store and is Close's
+			}
+		}
+	}()
+	if s.opts.sync == SyncInterval {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			tick := time.NewTicker(s.opts.syncInterval)
+			defer tick.Stop()
+			for {
+				select {
+				case <-s.stop:
+					return
+				case <-tick.C:
+					d.sync()
+				}
+			}
+		}()
+	}
+}
+
+// err returns the failure that stopped the store's writes, if any.
+func (d *durability[V]) err() error {
+	if e := d.failure.Load(); e != nil {
+		return *e
+	}
+	if d.w != nil {
+		if err := d.w.Err(); err != nil {
+			return d.fail(err)
+		}
+	}
+	return nil
+}
+
+func (d *durability[V]) fail(err error) error {
+	d.failure.CompareAndSwap(nil, &err)
+	return d.err()
+}
+
+// sync makes everything written so far durable.
+func (d *durability[V]) sync() error {
+	if err := d.err(); err != nil {
+		return err
+	}
+	if err := d.w.Sync(); err != nil {
+		return d.fail(err)
+	}
+	return nil
+}
+
+// close syncs and closes the log and releases the directory; it runs once,
+// after the goroutines stopped and with the store closed to writes.
+func (d *durability[V]) close() error {
+	err := d.sync()
+	if cerr := d.w.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	d.lock.Close()
+	return err
+}
+
+// Sync makes everything the store has written so far durable. Under
+// SyncAlways every write already is when it returns; Sync adds the
+// compactions and trims logged since. It returns the failure that stopped
+// the store's writes, if any; nil for a store made by New.
+func (s *Store[V]) Sync() error {
+	if s.d == nil {
+		return nil
+	}
+	if err := s.d.sync(); err != nil {
+		return &OpError{Op: "sync", Key: s.d.dir, Err: err}
+	}
+	return nil
+}
+
+// submit runs a write as a request of the next drain and returns its
+// result once it is published (or failed). See the comment at the top.
+func (s *state[V]) submit(run func() (Revision, error)) (Revision, error) {
+	d := s.d
+	if err := d.err(); err != nil {
+		return 0, err
+	}
+	r := &request{run: run, done: make(chan struct{})}
+	d.qmu.Lock()
+	d.queue = append(d.queue, r)
+	lead := !d.leading
+	d.leading = true
+	d.qmu.Unlock()
+	if !lead {
+		<-r.done
+		lead = r.lead
+	}
+	if lead {
+		d.qmu.Lock()
+		batch := d.queue
+		d.queue = nil
+		d.qmu.Unlock()
+		s.drain(batch, r)
+		d.qmu.Lock()
+		if len(d.queue) > 0 {
+			next := d.queue[0] // hand the lead on: this writer has its answer
+			next.lead = true
+			close(next.done)
+		} else {
+			d.leading = false
+		}
+		d.qmu.Unlock()
+	}
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return r.rev, r.err
+}
+
+// drain runs batch under the write lock, logs it with one write and (under
+// SyncAlways) one sync, and publishes it. self is the leader's own request,
+// which needs no wake-up.
+func (s *state[V]) drain(batch []*request, self *request) {
+	d := s.d
+	s.mu.Lock()
+	d.draining = true
+	for _, r := range batch {
+		s.runRequest(r)
+	}
+	err := d.err()
+	if err == nil && d.w.Buffered() > 0 {
+		var n int
+		n, err = d.w.Flush(s.order.Next())
+		if err == nil && s.opts.sync == SyncAlways {
+			err = d.w.Sync()
+		}
+		d.logged.Add(int64(n))
+	}
+	if err != nil {
+		err = d.fail(err)
+		for _, r := range batch {
+			if r.err == nil && r.panicked == nil {
+				r.rev, r.err = 0, err
+			}
+		}
+		d.pending = d.pending[:0]
+		for _, kl := range d.trims {
+			kl.drop = 0
+		}
+		d.trims = d.trims[:0]
+		clear(d.newKeys)
+		d.draining = false
+	} else {
+		s.publishLocked()
+	}
+	s.mu.Unlock()
+	for _, r := range batch {
+		if r != self {
+			close(r.done)
+		}
+	}
+	if d.logged.Load() >= s.opts.checkpointBytes {
+		select {
+		case d.ckpt <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *state[V]) runRequest(r *request) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.panicked = p
+		}
+	}()
+	if err := s.d.err(); err != nil {
+		r.err = err
+		return
+	}
+	r.rev, r.err = r.run()
+}
+
+// publishLocked makes a drain's revisions visible, with their index slots,
+// in one step, then drops what the history cap cut during the drain.
+func (s *state[V]) publishLocked() {
+	d := s.d
+	s.indexMu.Lock()
+	for _, p := range d.pending {
+		s.index[p.key] = p.x
+	}
+	s.order.Publish()
+	s.indexMu.Unlock()
+	clear(d.pending)
+	d.pending = d.pending[:0]
+	clear(d.newKeys)
+	d.draining = false
+	s.applyDeferredTrimsLocked()
+}
+
+// ---- logging, under mu ----
+
+// logLocked logs a record: buffered for the drain's write during a drain,
+// written at once otherwise (compactions and trims). Nothing is logged while
+// Open replays the log.
+func (s *state[V]) logLocked(kind wal.Kind, payload []byte) {
+	d := s.d
+	if d.replaying {
+		return
+	}
+	d.w.Buffer(kind, payload)
+	if !d.draining {
+		n, err := d.w.Flush(s.order.Next())
+		d.logged.Add(int64(n))
+		if err != nil {
+			d.fail(err)
+		}
+	}
+}
+
+// logEntry fills x with e, of key, at time t.
+func logEntry[V any](x *wal.Entry, key string, e *revlog.Entry[V], t time.Time) {
+	name, off := t.Zone()
+	if t.Location() == time.UTC {
+		name = ""
+	} else if t.Location() == time.Local {
+		name = "Local"
+	}
+	*x = wal.Entry{Key: key, Op: uint8(e.Op), Rev: e.Rev, Sec: t.Unix(), Nsec: int32(t.Nanosecond()),
+		Zone: name, Offset: int32(off), HasTTL: e.HasTTL, Expires: e.Expires, Value: x.Value[:0]}
+}
+
+// logBatchLocked logs the changes a commit is about to write, at the
+// revisions and time commitLocked will give them. A value the codec cannot
+// encode is the commit's error, and nothing is logged.
+func (s *state[V]) logBatchLocked(cs []change[V], t time.Time) error {
+	d := s.d
+	if d.replaying {
+		return nil
+	}
+	d.batch = d.batch[:0]
+	rev := s.order.Next()
+	vals := d.payload[:0]
+	for i := range cs {
+		d.batch = append(d.batch, wal.Entry{})
+		x := &d.batch[i]
+		e := cs[i].e
+		e.Rev = rev + int64(i)
+		logEntry(x, cs[i].key, &e, t)
+		if e.Op == revlog.Put {
+			start := len(vals)
+			var err error
+			if vals, err = d.codec.Encode(vals, e.Value); err != nil {
+				return &codecError{err}
+			}
+			x.Value = vals[start:len(vals):len(vals)]
+		}
+	}
+	d.payload = vals
+	s.logLocked(wal.KindBatch, wal.AppendBatch(nil, d.batch))
+	return nil
+}
+
+// codecError is a value the codec could not encode.
+type codecError struct{ err error }
+
+func (e *codecError) Error() string { return "encoding the value: " + e.err.Error() }
+func (e *codecError) Unwrap() error { return e.err }
+
+// logExpireLocked logs the expiry of key, written as revision e.Rev at t.
+func (s *state[V]) logExpireLocked(key string, e *revlog.Entry[V], t time.Time) {
+	if s.d.replaying {
+		return
+	}
+	var b [1]wal.Entry
+	logEntry(&b[0], key, e, t)
+	s.logLocked(wal.KindBatch, wal.AppendBatch(nil, b[:]))
+}
+
+// logTrimLocked logs that kl's log now starts at its first entry (or that
+// the key was removed); count says a count trim raised Floor with it.
+func (s *state[V]) logTrimLocked(kl *keyLog[V], removed, count bool) {
+	if s.d == nil || s.d.replaying {
+		return
+	}
+	t := wal.Trim{Key: kl.key, Count: count}
+	if !removed {
+		t.Lo = kl.log.Entries()[0].Rev
+	}
+	s.logLocked(wal.KindTrim, wal.AppendTrim(nil, t))
+}

@@ -1,0 +1,276 @@
+package revkv
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/revkv/revkv/mvcc"
+	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/wal"
+)
+
+// recover loads the newest snapshot and replays the log after it into an
+// empty state, and returns where the log ends. Every record is checked
+// before it changes anything: a record the store could not have written
+// (revisions out of order, a time that goes back, a value the codec cannot
+// decode) is an error that wal turns into a *wal.Corruption naming the file
+// and offset.
+func (s *state[V]) recover() (wal.Tail, error) {
+	d := s.d
+	d.replaying = true
+	defer func() { d.replaying = false }()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snaps, err := wal.Snapshots(d.dir)
+	if err != nil {
+		return wal.Tail{}, err
+	}
+	from := int64(1)
+	if n := len(snaps); n > 0 {
+		at := snaps[n-1]
+		if err := wal.ReadSnapshot(d.dir, at, s.applySnapshotRecord); err != nil {
+			return wal.Tail{}, err
+		}
+		if s.order.Last().Rev != at {
+			return wal.Tail{}, fmt.Errorf("snapshot %s holds revision %d: %w", wal.SnapshotName(at), s.order.Last().Rev, ErrCorrupt)
+		}
+		from = at + 1
+	}
+	return wal.Replay(d.dir, from, s.applyLogRecord)
+}
+
+func (s *state[V]) applyLogRecord(kind wal.Kind, p []byte) error {
+	switch kind {
+	case wal.KindBatch:
+		b, err := wal.DecodeBatch(p)
+		if err != nil {
+			return err
+		}
+		return s.applyBatch(b)
+	case wal.KindCompact:
+		c, err := wal.DecodeCompact(p)
+		if err != nil {
+			return err
+		}
+		if c.Rev < 1 || c.Rev > s.order.Last().Rev || c.Nsec < 0 || c.Nsec > 999_999_999 {
+			return fmt.Errorf("compaction at %d of %d revisions", c.Rev, s.order.Last().Rev)
+		}
+		if c.Rev > s.compactRev {
+			s.compactRev = c.Rev
+			s.compaction.Store(&mark{rev: c.Rev, time: time.Unix(c.Sec, c.Nsec).UTC()})
+			s.publishFloorLocked()
+		}
+		return nil
+	case wal.KindTrim:
+		t, err := wal.DecodeTrim(p)
+		if err != nil {
+			return err
+		}
+		return s.applyTrim(t)
+	}
+	return fmt.Errorf("a log record of unknown kind %d", kind)
+}
+
+// applyBatch commits a logged batch again, at the revisions and time it
+// was logged with. A batch the snapshot already holds is skipped.
+func (s *state[V]) applyBatch(b wal.Batch) error {
+	last := s.order.Last()
+	switch {
+	case len(b) == 0:
+		return errors.New("an empty batch")
+	case b[len(b)-1].Rev <= last.Rev:
+		return nil
+	case b[0].Rev != last.Rev+1:
+		return fmt.Errorf("revision %d follows %d", b[0].Rev, last.Rev)
+	}
+	t, err := s.timeOf(&b[0])
+	if err != nil {
+		return err
+	}
+	if t.Before(last.Time) {
+		return fmt.Errorf("revision %d at %v is before revision %d at %v", b[0].Rev, t, last.Rev, last.Time)
+	}
+	cs := make([]change[V], len(b))
+	seen := map[string]int{}
+	for i := range b {
+		x := &b[i]
+		if x.Sec != b[0].Sec || x.Nsec != b[0].Nsec || x.Zone != b[0].Zone {
+			return fmt.Errorf("revision %d: a batch of several times", x.Rev)
+		}
+		c := &cs[i]
+		c.key, c.prev = x.Key, -1
+		if j, ok := seen[x.Key]; ok {
+			c.prev = j
+		} else {
+			c.kl = s.lookupLocked(x.Key)
+		}
+		seen[x.Key] = i
+		if err := s.entryOf(&c.e, x, t); err != nil {
+			return err
+		}
+	}
+	s.commitLocked(cs, t)
+	return nil
+}
+
+// entryOf fills e from a logged entry at time t, checking what the store
+// relies on: a known op, a TTL only on a put and after its time, a value
+// the codec decodes.
+func (s *state[V]) entryOf(e *revlog.Entry[V], x *wal.Entry, t time.Time) error {
+	e.Op, e.Rev = revlog.Op(x.Op), x.Rev
+	if x.HasTTL && (e.Op != revlog.Put || x.Expires <= t.UnixNano() || x.Expires == math.MinInt64+1) {
+		return fmt.Errorf("revision %d of %q: an impossible expiry", x.Rev, x.Key)
+	}
+	e.HasTTL, e.Expires = x.HasTTL, x.Expires
+	if e.Op == revlog.Put {
+		v, err := s.d.codec.Decode(x.Value)
+		if err != nil {
+			return fmt.Errorf("decoding revision %d of %q: %w", x.Rev, x.Key, err)
+		}
+		e.Value = v
+	}
+	e.SetTime(t, &s.zones)
+	return nil
+}
+
+// timeOf returns a logged entry's time in its location: UTC, Local, the
+// named location if this machine has it with the same offset at that time,
+// else a fixed zone of that name and offset.
+func (s *state[V]) timeOf(x *wal.Entry) (time.Time, error) {
+	if x.Nsec < 0 || x.Nsec > 999_999_999 {
+		return time.Time{}, fmt.Errorf("revision %d: nanoseconds %d", x.Rev, x.Nsec)
+	}
+	t := time.Unix(x.Sec, int64(x.Nsec))
+	switch x.Zone {
+	case "":
+		return t.UTC(), nil
+	case "Local":
+		return t.Local(), nil
+	}
+	if loc, err := time.LoadLocation(x.Zone); err == nil {
+		if _, off := t.In(loc).Zone(); off == int(x.Offset) {
+			return t.In(loc), nil
+		}
+	}
+	return t.In(time.FixedZone(x.Zone, int(x.Offset))), nil
+}
+
+// applyTrim drops what a logged trim or compaction dropped. A key that is
+// gone already (a snapshot taken after the trim) is skipped.
+func (s *state[V]) applyTrim(t wal.Trim) error {
+	kl := s.lookupLocked(t.Key)
+	if kl == nil {
+		return nil
+	}
+	last, _ := kl.log.Last()
+	if t.Lo == 0 {
+		if last.Op == revlog.Put {
+			return fmt.Errorf("a trim removes %q, whose value is live", t.Key)
+		}
+		s.removeKeyLocked(kl)
+		kl.log.CutBefore(last.Rev)
+		return nil
+	}
+	if t.Lo > last.Rev {
+		return fmt.Errorf("a trim of %q to revision %d, past its newest %d", t.Key, t.Lo, last.Rev)
+	}
+	if kl.log.DropBefore(t.Lo) > 0 {
+		s.refreshSlotLocked(kl)
+	}
+	// The log was cut there, whatever this replay held of it: a snapshot
+	// written while the cut happened may hold none of what it dropped.
+	kl.log.MarkTrimmed()
+	if t.Count && t.Lo > s.trimFloor {
+		s.trimFloor = t.Lo
+		s.publishFloorLocked()
+	}
+	return nil
+}
+
+// applySnapshotRecord loads one record of a snapshot into an empty state.
+func (s *state[V]) applySnapshotRecord(kind wal.Kind, p []byte) error {
+	switch kind {
+	case wal.KindState:
+		st, err := wal.DecodeState(p)
+		if err != nil {
+			return err
+		}
+		return s.restoreState(st)
+	case wal.KindKey:
+		k, err := wal.DecodeKey(p)
+		if err != nil {
+			return err
+		}
+		return s.restoreKey(k)
+	}
+	return fmt.Errorf("a snapshot record of unknown kind %d", kind)
+}
+
+func instantTime(i wal.Instant) time.Time { return time.Unix(i.Sec, int64(i.Nsec)).UTC() }
+
+func (s *state[V]) restoreState(st *wal.State) error {
+	if st.Last < 0 || st.Last > 0 && (st.Base < 1 || st.Base > st.Last || int64(len(st.Times)) != st.Last-st.Base+1) {
+		return fmt.Errorf("a state of revision %d with %d times from %d", st.Last, len(st.Times), st.Base)
+	}
+	if st.CompactRev < 0 || st.CompactRev > st.Last || st.TrimFloor < 0 || st.TrimFloor > st.Last {
+		return fmt.Errorf("floors %d and %d above revision %d", st.CompactRev, st.TrimFloor, st.Last)
+	}
+	times := make([]time.Time, len(st.Times))
+	for i, t := range st.Times {
+		times[i] = instantTime(t)
+		if i > 0 && times[i].Before(times[i-1]) {
+			return fmt.Errorf("the time of revision %d goes back", st.Base+int64(i))
+		}
+	}
+	s.order.Restore(instantTime(st.First), st.Base, times, mvccStamp(st.Last, instantTime(st.LastTime)))
+	if st.CompactRev > 0 {
+		s.compactRev = st.CompactRev
+		s.compaction.Store(&mark{rev: st.CompactRev, time: instantTime(st.Compacted)})
+	}
+	s.trimFloor = st.TrimFloor
+	s.publishFloorLocked()
+	return nil
+}
+
+func (s *state[V]) restoreKey(k *wal.Key) error {
+	if len(k.Entries) == 0 {
+		return fmt.Errorf("key %q without entries", k.Key)
+	}
+	if s.lookupLocked(k.Key) != nil {
+		return fmt.Errorf("key %q twice", k.Key)
+	}
+	es := make([]revlog.Entry[V], len(k.Entries))
+	for i := range k.Entries {
+		x := &k.Entries[i]
+		t, err := s.timeOf(x)
+		if err != nil {
+			return err
+		}
+		if x.Rev < 1 || x.Rev > s.order.Last().Rev || i > 0 && (x.Rev <= es[i-1].Rev || t.Before(es[i-1].Time(&s.zones))) {
+			return fmt.Errorf("key %q: entry at revision %d out of order", k.Key, x.Rev)
+		}
+		if err := s.entryOf(&es[i], x, t); err != nil {
+			return err
+		}
+	}
+	kl := s.addKeyLocked(k.Key)
+	for i := range es {
+		kl.log.Append(es[i])
+	}
+	if k.Trimmed {
+		kl.log.MarkTrimmed()
+	}
+	last, _ := kl.log.Last()
+	s.index[k.Key] = indexedOf(kl, last)
+	if last.Op == revlog.Put {
+		s.liveKeys++
+		if last.HasTTL {
+			s.expiry.Add(k.Key, last.Expires, kl)
+		}
+	}
+	return nil
+}
+
+func mvccStamp(rev int64, t time.Time) mvcc.Stamp { return mvcc.Stamp{Rev: rev, Time: t} }
