@@ -6,7 +6,6 @@ import (
 	"github.com/revkv/revkv/wal"
 )
 
-
 // Checkpoint writes a snapshot of the retained state now and deletes the log
 // segments and older snapshots it covers. Writers and readers go on while
 // it writes: it holds the write lock only to start a new log segment and
@@ -116,4 +115,6 @@ func (s *state[V]) checkpoint() error {
 	return wal.RemoveSnapshotsBefore(d.dir, h.Rev)
 }
 
-func instantOf(t time.Time) wal.Instant { return wal.Instant{Sec: t.Unix(), Nsec: int32(t.Nanosecond())} }
+func instantOf(t time.Time) wal.Instant {
+	return wal.Instant{Sec: t.Unix(), Nsec: int32(t.Nanosecond())}
+}

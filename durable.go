@@ -38,7 +38,7 @@ import (
 type durability[V any] struct {
 	dir   string
 	codec Codec[V]
-	lock  *os.File   // holds the directory's lock until close
+	lock  *os.File    // holds the directory's lock until close
 	w     *wal.Writer // written under state.mu; Sync may run beside
 
 	// qmu guards queue and leading. It is taken alone, never with mu.
@@ -55,9 +55,9 @@ type durability[V any] struct {
 	batch     wal.Batch
 	payload   []byte
 
-	logged  atomic.Int64       // bytes logged since the last checkpoint
-	ckptMu  sync.Mutex         // one checkpoint at a time; taken before state.mu
-	ckpt    chan struct{}      // wakes the checkpointer
+	logged  atomic.Int64  // bytes logged since the last checkpoint
+	ckptMu  sync.Mutex    // one checkpoint at a time; taken before state.mu
+	ckpt    chan struct{} // wakes the checkpointer
 	failure atomic.Pointer[error]
 }
 

@@ -82,8 +82,8 @@ type state[V any] struct {
 
 	// d is the log and snapshots of a store on a directory (Open); nil for
 	// New. It never changes after Open.
-	d *durability[V]
-	closed     bool
+	d      *durability[V]
+	closed bool
 
 	stop      chan struct{}  // closed by shutdown: the background goroutines return
 	bg        sync.WaitGroup // the background goroutines

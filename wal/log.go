@@ -156,10 +156,10 @@ func allZero(b []byte) bool {
 // reached the file is unknown, so nothing more may be written after it.
 type Writer struct {
 	dir  string
-	f    File             // replaced by Rotate under syncMu
+	f    File            // replaced by Rotate under syncMu
 	wrap func(File) File // set by Inject
 
-	buf []byte   // records buffered for the next Flush
+	buf []byte // records buffered for the next Flush
 	// syncMu is held across an fsync and across a segment switch, so that
 	// a Sync never meets a file Rotate closed.
 	syncMu sync.Mutex
