@@ -349,10 +349,12 @@ func (s *state[V]) logLocked(kind wal.Kind, payload []byte) {
 
 // logEntry fills x with e, of key, at time t.
 func logEntry[V any](x *wal.Entry, key string, e *revlog.Entry[V], t time.Time) {
-	name, off := t.Zone()
-	if t.Location() == time.UTC {
+	_, off := t.Zone()
+	name := t.Location().String()
+	switch t.Location() {
+	case time.UTC:
 		name = ""
-	} else if t.Location() == time.Local {
+	case time.Local:
 		name = "Local"
 	}
 	*x = wal.Entry{Key: key, Op: uint8(e.Op), Rev: e.Rev, Sec: t.Unix(), Nsec: int32(t.Nanosecond()),

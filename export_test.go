@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/wal"
 )
 
 // Check verifies the store's internal invariants, as bbolt's tx.Check does;
@@ -110,4 +111,12 @@ func checkLog[V any](key string, es []revlog.Entry[V], head int64, zones *revlog
 		}
 	}
 	return nil
+}
+
+// InjectFaults makes a store on a directory write its log through wrap, for
+// tests of failing writes and syncs, and of how many syncs writers share.
+func InjectFaults[V any](s *Store[V], wrap func(wal.File) wal.File) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.d.w.Inject(wrap)
 }

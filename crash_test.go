@@ -1,0 +1,125 @@
+package revkv_test
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revkv/revkv"
+)
+
+var crashesFlag = flag.Int("crashes", 3, "kill -9 cycles of TestCrash (skipped under -short)")
+
+// crashKey is the key revision r writes in TestCrash: every revision's key
+// and value follow from its number, so a reopened store can be checked
+// revision by revision.
+func crashKey(r int64) string { return fmt.Sprint("k", r%37) }
+
+// TestCrash runs a child process that writes as fast as it can under
+// SyncAlways (single Puts, and Updates of three keys), printing every
+// revision acknowledged, and kills it with SIGKILL at a random moment, over
+// and over on one directory. After each kill the directory must open with
+// every acknowledged revision, and hold exactly the revisions 1..Rev(): no
+// gap, no torn entry, no batch in part, every value the one written.
+func TestCrash(t *testing.T) {
+	if dir := os.Getenv("REVKV_CRASH_CHILD"); dir != "" {
+		crashChild(dir)
+		return
+	}
+	if testing.Short() || *crashesFlag == 0 {
+		t.Skip("kill -9 cycles: run without -short")
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for cycle := range *crashesFlag {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$", "-test.v=false")
+		cmd.Env = append(os.Environ(), "REVKV_CRASH_CHILD="+dir)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		acked := int64(0)
+		lines := bufio.NewScanner(out)
+		deadline := time.Now().Add(time.Duration(100+rng.Intn(400)) * time.Millisecond)
+		for lines.Scan() {
+			if r, ok := strings.CutPrefix(lines.Text(), "ack "); ok {
+				acked, _ = strconv.ParseInt(r, 10, 64)
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		cmd.Wait()
+
+		s, err := revkv.Open(dir, revkv.StringCodec())
+		require.NoError(t, err, "cycle %d", cycle)
+		require.GreaterOrEqual(t, int64(s.Rev()), acked, "cycle %d: every acknowledged revision survives", cycle)
+		checkCrashHistory(t, s)
+		t.Logf("cycle %d: %d acknowledged, %d recovered", cycle, acked, s.Rev())
+		require.NoError(t, s.Close())
+	}
+}
+
+func checkCrashHistory(t *testing.T, s *revkv.Store[string]) {
+	var all []revkv.Entry[string]
+	for k := range 37 {
+		all = append(all, s.History(fmt.Sprint("k", k))...)
+	}
+	slices.SortFunc(all, func(a, b revkv.Entry[string]) int { return int(a.Rev - b.Rev) })
+	require.Len(t, all, int(s.Rev()), "revisions 1..Rev(), each once")
+	for i, e := range all {
+		r := int64(i + 1)
+		require.Equal(t, revkv.Revision(r), e.Rev)
+		require.Equal(t, crashKey(r), e.Key)
+		// A batch's three revisions carry its first revision as value.
+		first, err := strconv.ParseInt(e.Value, 10, 64)
+		require.NoError(t, err)
+		require.True(t, first == r || first >= r-2 && first < r, "revision %d holds %q", r, e.Value)
+		if first != r { // inside a batch: the whole batch is there
+			require.GreaterOrEqual(t, int64(s.Rev()), first+2, "batch at %d in part", first)
+		}
+	}
+}
+
+func crashChild(dir string) {
+	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithCheckpointBytes(256<<10))
+	if err != nil {
+		fmt.Println("open:", err)
+		os.Exit(1)
+	}
+	w := bufio.NewWriter(os.Stdout)
+	for i := 0; ; i++ {
+		next := int64(s.Rev()) + 1
+		var rev revkv.Revision
+		if i%4 == 0 {
+			rev, err = s.Update(func(tx *revkv.Txn[string]) error {
+				for j := range int64(3) {
+					if err := tx.Put(crashKey(next+j), fmt.Sprint(next)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		} else {
+			rev, err = s.Put(crashKey(next), fmt.Sprint(next))
+		}
+		if err != nil {
+			fmt.Fprintln(w, "error:", err)
+			w.Flush()
+			os.Exit(1)
+		}
+		fmt.Fprintln(w, "ack", rev)
+		w.Flush()
+	}
+}

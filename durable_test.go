@@ -1,0 +1,363 @@
+package revkv_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/wal"
+)
+
+func openStr(t *testing.T, dir string, opts ...revkv.Option) *revkv.Store[string] {
+	t.Helper()
+	s, err := revkv.Open(dir, revkv.StringCodec(), opts...)
+	require.NoError(t, err)
+	return s
+}
+
+// TestOpenRemembers: everything a store answers is answered again after
+// Close and Open, in the same locations, and revisions go on.
+func TestOpenRemembers(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock(epoch)
+	paris, err := time.LoadLocation("Europe/Paris")
+	require.NoError(t, err)
+	odd := time.FixedZone("odd", 3*3600+1800)
+	zone := time.UTC
+	clock := func() time.Time { return c.Now().In(zone) }
+	s := openStr(t, dir, revkv.WithClock(clock), revkv.WithMaxHistory(3))
+	_, err = s.Put("a", "1")
+	require.NoError(t, err)
+	zone = paris
+	_, err = s.PutTTL("b", "x", time.Hour)
+	require.NoError(t, err)
+	zone = odd
+	for i := range 5 {
+		c.Add(time.Second)
+		_, err = s.Put("a", fmt.Sprint(i+2))
+		require.NoError(t, err)
+	}
+	_, err = s.Update(func(tx *revkv.Txn[string]) error {
+		require.NoError(t, tx.Put("u1", "p"))
+		return tx.Delete("b")
+	})
+	require.NoError(t, err)
+	require.NoError(t, s.Compact(4))
+	before := snapshotOf(t, s)
+	require.NoError(t, s.Close())
+
+	s = openStr(t, dir, revkv.WithClock(clock), revkv.WithMaxHistory(3))
+	require.Equal(t, before, snapshotOf(t, s))
+	rev, err := s.Put("c", "new")
+	require.NoError(t, err)
+	require.Equal(t, before.rev+1, rev, "revisions go on")
+	require.NoError(t, s.Check())
+
+	// A checkpoint, then more writes, then Open again.
+	require.NoError(t, s.Checkpoint())
+	_, err = s.Put("d", "after")
+	require.NoError(t, err)
+	before = snapshotOf(t, s)
+	require.NoError(t, s.Close())
+	snaps, _ := filepath.Glob(filepath.Join(dir, "*.snap"))
+	require.Len(t, snaps, 1)
+	s = openStr(t, dir, revkv.WithClock(clock), revkv.WithMaxHistory(3))
+	defer s.Close()
+	require.Equal(t, before, snapshotOf(t, s))
+	require.NoError(t, s.Check())
+}
+
+type storeState struct {
+	rev, floor revkv.Revision
+	length     int
+	history    map[string][]string
+	at         map[revkv.Revision][2]any
+}
+
+// entryText prints an entry with its times' locations by name: a location
+// loaded again is another pointer, with other caches.
+func entryText(es []revkv.Entry[string]) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, fmt.Sprint(e.Key, e.Op, e.Value, e.Rev, e.Time, e.Time.Location(), e.ExpiresAt, e.ExpiresAt.Location()))
+	}
+	return out
+}
+
+func snapshotOf(t *testing.T, s *revkv.Store[string]) storeState {
+	st := storeState{rev: s.Rev(), floor: s.Floor(), length: s.Len(), history: map[string][]string{}, at: map[revkv.Revision][2]any{}}
+	for k := range s.Scan("") {
+		st.history[k] = entryText(s.History(k))
+	}
+	for _, k := range []string{"a", "b", "c", "u1"} {
+		st.history[k] = entryText(s.History(k))
+		for r := revkv.Revision(0); r <= s.Rev(); r++ {
+			v, ok, err := s.GetAt(k, r)
+			st.at[r] = [2]any{fmt.Sprint(k, v, ok), errors.Is(err, revkv.ErrCompacted)}
+		}
+	}
+	return st
+}
+
+// TestOpenErrors: a second Open of the directory is ErrLocked; damaged
+// files and undecodable values are ErrCorrupt naming the file, and change
+// nothing; a torn last record is cut back.
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	s := openStr(t, dir)
+	for i := range 10 {
+		_, err := s.Put(fmt.Sprint("k", i), "v")
+		require.NoError(t, err)
+	}
+	_, err := revkv.Open(dir, revkv.StringCodec())
+	require.ErrorIs(t, err, revkv.ErrLocked)
+	require.NoError(t, s.Close())
+
+	seg := filepath.Join(dir, wal.SegmentName(1))
+	full, err := os.ReadFile(seg)
+	require.NoError(t, err)
+
+	// A torn tail: every cut inside the last record opens, with 9 revisions.
+	for cut := len(full) - 1; cut > len(full)-20; cut-- {
+		require.NoError(t, os.WriteFile(seg, full[:cut], 0o644))
+		s := openStr(t, dir)
+		require.Equal(t, revkv.Revision(9), s.Rev())
+		rev, err := s.Put("next", "v")
+		require.NoError(t, err)
+		require.Equal(t, revkv.Revision(10), rev)
+		require.NoError(t, s.Close())
+		require.NoError(t, os.WriteFile(seg, full, 0o644))
+	}
+
+	// A flipped byte in the middle: ErrCorrupt naming the file; untouched.
+	bad := append([]byte{}, full...)
+	bad[40] ^= 1
+	require.NoError(t, os.WriteFile(seg, bad, 0o644))
+	_, err = revkv.Open(dir, revkv.StringCodec())
+	require.ErrorIs(t, err, revkv.ErrCorrupt)
+	require.ErrorContains(t, err, seg)
+	after, _ := os.ReadFile(seg)
+	require.Equal(t, bad, after)
+
+	// A value the codec cannot decode.
+	require.NoError(t, os.WriteFile(seg, full, 0o644))
+	_, err = revkv.Open(dir, revkv.JSONCodec[int]())
+	require.ErrorIs(t, err, revkv.ErrCorrupt)
+	require.ErrorContains(t, err, "decoding")
+
+	// An unknown format version.
+	bad = append([]byte{}, full...)
+	bad[8] = 9
+	require.NoError(t, os.WriteFile(seg, bad, 0o644))
+	_, err = revkv.Open(dir, revkv.StringCodec())
+	require.ErrorIs(t, err, revkv.ErrCorrupt)
+	require.ErrorContains(t, err, "format version 9")
+
+	_, err = revkv.Open[string](dir, nil)
+	require.ErrorContains(t, err, "nil codec")
+}
+
+// TestExpiryDuringDowntime: an expiry due while the store was closed is
+// written at its exact time by the first write after Open; Open itself
+// writes nothing.
+func TestExpiryDuringDowntime(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock(epoch)
+	s := openStr(t, dir, revkv.WithClock(c.Now))
+	_, err := s.PutTTL("session", "alice", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	c.Add(time.Hour)
+	s = openStr(t, dir, revkv.WithClock(c.Now))
+	defer s.Close()
+	require.Equal(t, revkv.Revision(1), s.Rev(), "nothing is written during Open")
+	_, ok := s.Get("session")
+	require.False(t, ok, "but the key reads as expired")
+	_, err = s.Put("x", "y")
+	require.NoError(t, err)
+	h := s.History("session")
+	require.Len(t, h, 2)
+	require.Equal(t, revkv.OpExpire, h[1].Op)
+	require.Equal(t, epoch.Add(time.Minute), h[1].Time)
+}
+
+// faultFile fails writes or syncs on demand and counts syncs.
+type faultFile struct {
+	wal.File
+	failWrite, failSync *atomic.Bool
+	syncs               *atomic.Int64
+}
+
+func (f faultFile) Write(p []byte) (int, error) {
+	if f.failWrite.Load() {
+		return 0, errors.New("injected write failure")
+	}
+	return f.File.Write(p)
+}
+
+func (f faultFile) Sync() error {
+	f.syncs.Add(1)
+	if f.failSync.Load() {
+		return errors.New("injected sync failure")
+	}
+	return f.File.Sync()
+}
+
+type faults struct {
+	failWrite, failSync atomic.Bool
+	syncs               atomic.Int64
+}
+
+func (fs *faults) wrap(f wal.File) wal.File {
+	return faultFile{File: f, failWrite: &fs.failWrite, failSync: &fs.failSync, syncs: &fs.syncs}
+}
+
+// TestWriteFailure: a failed sync makes that write fail and invisible, and
+// every later write fail with the same cause; reads go on; Close returns
+// it; Open recovers what was durable.
+func TestWriteFailure(t *testing.T) {
+	for _, which := range []string{"sync", "write"} {
+		t.Run(which, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStr(t, dir)
+			var fs faults
+			revkv.InjectFaults(s, fs.wrap)
+			_, err := s.Put("a", "1")
+			require.NoError(t, err)
+			if which == "sync" {
+				fs.failSync.Store(true)
+			} else {
+				fs.failWrite.Store(true)
+			}
+			_, err = s.Put("b", "2")
+			require.ErrorContains(t, err, "injected "+which+" failure")
+			_, ok := s.Get("b")
+			require.False(t, ok, "the failed write is not visible")
+			require.Equal(t, revkv.Revision(1), s.Rev())
+			require.Equal(t, 1, s.Len())
+			fs.failSync.Store(false)
+			fs.failWrite.Store(false)
+			_, err = s.Put("c", "3")
+			require.ErrorContains(t, err, "injected "+which+" failure", "a failed sync is never retried")
+			_, err = s.Update(func(tx *revkv.Txn[string]) error { return tx.Put("d", "4") })
+			require.ErrorContains(t, err, "injected")
+			require.ErrorContains(t, s.Compact(1), "injected")
+			require.Zero(t, s.Trim())
+			v, ok := s.Get("a")
+			require.True(t, ok, "reads go on")
+			require.Equal(t, "1", v)
+			require.ErrorContains(t, s.Close(), "injected "+which+" failure")
+
+			// What was durable: the write that failed was handed to the
+			// operating system when its sync failed, and may or may not be
+			// there; nothing after it is (a prefix, either way).
+			s = openStr(t, dir)
+			defer s.Close()
+			if which == "write" || s.Rev() == 1 {
+				require.Equal(t, revkv.Revision(1), s.Rev())
+			} else {
+				require.Equal(t, revkv.Revision(2), s.Rev())
+				v, _ = s.Get("b")
+				require.Equal(t, "2", v)
+			}
+			v, _ = s.Get("a")
+			require.Equal(t, "1", v)
+		})
+	}
+}
+
+// TestGroupCommit: concurrent writers under SyncAlways share syncs, and
+// every write they were told succeeded is there after Open.
+func TestGroupCommit(t *testing.T) {
+	dir := t.TempDir()
+	s := openStr(t, dir)
+	var fs faults
+	revkv.InjectFaults(s, fs.wrap)
+	const writers, each = 8, 50
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				_, err := s.Put(fmt.Sprint("w", w, "/", i), "v")
+				require.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	syncs := fs.syncs.Load()
+	t.Logf("%d writes, %d syncs", writers*each, syncs)
+	require.Less(t, syncs, int64(writers*each), "writers share syncs")
+	require.NoError(t, s.Close())
+	s = openStr(t, dir)
+	defer s.Close()
+	require.Equal(t, writers*each, s.Len())
+}
+
+// TestDirectoryStaysFlat: under WithMaxHistory with Trim running and small
+// checkpoints, an endless stream of writes over a fixed key set keeps the
+// directory's size flat.
+func TestDirectoryStaysFlat(t *testing.T) {
+	dir := t.TempDir()
+	s := openStr(t, dir, revkv.WithMaxHistory(4), revkv.WithCheckpointBytes(64<<10), revkv.WithSync(revkv.SyncNever))
+	defer s.Close()
+	rng := rand.New(rand.NewSource(1))
+	var sizes []int64
+	for round := range 10 {
+		for range 5000 {
+			_, err := s.Put(fmt.Sprint("k", rng.Intn(200)), fmt.Sprint(rng.Int63()))
+			require.NoError(t, err)
+		}
+		s.Trim()
+		require.NoError(t, s.Checkpoint())
+		if round >= 2 {
+			sizes = append(sizes, dirSize(t, dir))
+		}
+	}
+	t.Logf("directory sizes: %v", sizes)
+	for _, n := range sizes {
+		require.Less(t, n, sizes[0]*3/2, "the directory does not grow with the writes")
+	}
+}
+
+func dirSize(t *testing.T, dir string) int64 {
+	des, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var n int64
+	for _, de := range des {
+		if info, err := de.Info(); err == nil {
+			n += info.Size()
+		}
+	}
+	return n
+}
+
+// TestCodecErrorWritesNothing: a value the codec cannot encode fails its
+// write and writes nothing, in a single write and in an Update.
+func TestCodecErrorWritesNothing(t *testing.T) {
+	s, err := revkv.Open(t.TempDir(), revkv.JSONCodec[any]())
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Put("ok", 1)
+	require.NoError(t, err)
+	_, err = s.Put("bad", make(chan int))
+	require.ErrorContains(t, err, "encoding the value")
+	_, err = s.Update(func(tx *revkv.Txn[any]) error {
+		require.NoError(t, tx.Put("x", 1))
+		return tx.Put("y", func() {})
+	})
+	require.Error(t, err)
+	require.Equal(t, revkv.Revision(1), s.Rev())
+	_, err = s.Put("after", 2)
+	require.NoError(t, err, "the store goes on")
+}
