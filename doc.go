@@ -85,6 +85,26 @@
 // write methods (Put, Update, Compact, ...), nor Len, Scan, At or AsOf,
 // which take that lock too; that deadlocks.
 //
+// # A store on a directory
+//
+// Open gives the same store on a directory, whose history survives a
+// restart and a crash:
+//
+//	s, err := revkv.Open("data", revkv.JSONCodec[Config]())
+//
+// Every revision, compaction and trim goes to a log (package wal: records
+// with a length and a CRC-32C, in segment files named by their first
+// revision); checkpoints write the retained state to a snapshot and delete
+// the log it covers. Under SyncAlways, the default, a write returns once
+// its revision is synced, no reader sees it before, and writers that arrive
+// together share one sync: the first of them runs everyone's writes under
+// the write lock, writes their records at once, syncs, and publishes them.
+// What survives a crash is always revisions 1..r for some r, an Update
+// whole or not at all. A failed write or sync stops the store's writes for
+// good (reads go on; Close returns it). Open on a directory in use is
+// ErrLocked; damaged files are ErrCorrupt, naming the file and offset.
+// docs/contract.md section 8 has every rule.
+//
 // # The contract
 //
 // docs/contract.md, in the repository, states every promise section by

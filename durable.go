@@ -43,7 +43,7 @@ type durability[V any] struct {
 
 	// qmu guards queue and leading. It is taken alone, never with mu.
 	qmu     sync.Mutex
-	queue   []*request
+	queue   []*request[V]
 	leading bool
 
 	// Guarded by state.mu.
@@ -66,14 +66,25 @@ type slotUpdate[V any] struct {
 	x   indexed[V]
 }
 
-// request is one write call waiting for a drain.
-type request struct {
+// request is one write call waiting for a drain: a single write (key, d,
+// op), or run for the others (Update, a purge batch).
+type request[V any] struct {
+	key      string
+	d        time.Duration
+	op       writeOp[V]
 	run      func() (Revision, error)
 	rev      Revision
+	cur      int64 // a single write's key's current revision, for a conflict
 	err      error
 	panicked any
 	done     chan struct{} // closed when the request is done, or made leader
 	lead     bool          // set before done is closed: drain the queue
+	// turn and back hand the drain's write lock to the submitter of a
+	// request that runs its own code (Update's fn): the leader sends on turn
+	// when the request's turn comes and waits on back. So fn never leaves
+	// its caller's goroutine and stack, and a store made by New, which
+	// shares Update, does not pay for it escaping.
+	turn, back chan struct{}
 }
 
 // Open returns a store whose state lives in dir (created if missing) and
@@ -208,21 +219,36 @@ func (s *Store[V]) Sync() error {
 	return nil
 }
 
-// submit runs a write as a request of the next drain and returns its
-// result once it is published (or failed). See the comment at the top.
-func (s *state[V]) submit(run func() (Revision, error)) (Revision, error) {
+// submit runs r as a request of the next drain and returns once it is
+// published (or failed), with r's results set. See the comment at the top.
+// mine, if not nil, is r's own code, run on this goroutine when r's turn
+// comes, under the drain's lock.
+func (s *state[V]) submit(r *request[V], mine func()) {
 	d := s.d
 	if err := d.err(); err != nil {
-		return 0, err
+		r.err = err
+		return
 	}
-	r := &request{run: run, done: make(chan struct{})}
+	r.done = make(chan struct{})
+	if mine != nil {
+		r.turn, r.back = make(chan struct{}), make(chan struct{})
+	}
 	d.qmu.Lock()
 	d.queue = append(d.queue, r)
 	lead := !d.leading
 	d.leading = true
 	d.qmu.Unlock()
 	if !lead {
-		<-r.done
+	wait:
+		for {
+			select {
+			case <-r.turn:
+				runMine(r, mine)
+				r.back <- struct{}{}
+			case <-r.done:
+				break wait
+			}
+		}
 		lead = r.lead
 	}
 	if lead {
@@ -230,7 +256,7 @@ func (s *state[V]) submit(run func() (Revision, error)) (Revision, error) {
 		batch := d.queue
 		d.queue = nil
 		d.qmu.Unlock()
-		s.drain(batch, r)
+		s.drain(batch, r, mine)
 		d.qmu.Lock()
 		if len(d.queue) > 0 {
 			next := d.queue[0] // hand the lead on: this writer has its answer
@@ -244,18 +270,44 @@ func (s *state[V]) submit(run func() (Revision, error)) (Revision, error) {
 	if r.panicked != nil {
 		panic(r.panicked)
 	}
+}
+
+// submitRun submits run as a request and returns its results.
+func (s *state[V]) submitRun(run func() (Revision, error)) (Revision, error) {
+	r := &request[V]{run: run}
+	s.submit(r, nil)
 	return r.rev, r.err
+}
+
+// runMine runs a request's own code, catching a panic for its submitter.
+func runMine[V any](r *request[V], mine func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.panicked = p
+		}
+	}()
+	mine()
 }
 
 // drain runs batch under the write lock, logs it with one write and (under
 // SyncAlways) one sync, and publishes it. self is the leader's own request,
 // which needs no wake-up.
-func (s *state[V]) drain(batch []*request, self *request) {
+func (s *state[V]) drain(batch []*request[V], self *request[V], mine func()) {
 	d := s.d
 	s.mu.Lock()
 	d.draining = true
 	for _, r := range batch {
-		s.runRequest(r)
+		switch {
+		case d.err() != nil:
+			r.err = d.err()
+		case r == self && mine != nil:
+			runMine(r, mine)
+		case r.turn != nil: // its submitter runs it, under this lock
+			r.turn <- struct{}{}
+			<-r.back
+		default:
+			s.runRequest(r)
+		}
 	}
 	err := d.err()
 	if err == nil && d.w.Buffered() > 0 {
@@ -297,17 +349,20 @@ func (s *state[V]) drain(batch []*request, self *request) {
 	}
 }
 
-func (s *state[V]) runRequest(r *request) {
+func (s *state[V]) runRequest(r *request[V]) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.panicked = p
 		}
 	}()
-	if err := s.d.err(); err != nil {
-		r.err = err
-		return
+	switch {
+	case s.d.err() != nil:
+		r.err = s.d.err()
+	case r.run != nil:
+		r.rev, r.err = r.run()
+	default:
+		r.rev, r.cur, r.err = s.writeLocked(r.key, r.d, &r.op)
 	}
-	r.rev, r.err = r.run()
 }
 
 // publishLocked makes a drain's revisions visible, with their index slots,

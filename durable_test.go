@@ -361,3 +361,43 @@ func TestCodecErrorWritesNothing(t *testing.T) {
 	_, err = s.Put("after", 2)
 	require.NoError(t, err, "the store goes on")
 }
+
+// FuzzOpen writes arbitrary bytes as a directory's log segment and
+// snapshot: Open must answer a store or an error, never panic, and a store
+// it answers must pass Check and take a write.
+func FuzzOpen(f *testing.F) {
+	dir := f.TempDir()
+	s, err := revkv.Open(dir, revkv.JSONCodec[int](), revkv.WithMaxHistory(2))
+	require.NoError(f, err)
+	for i := range 20 {
+		_, err := s.PutTTL(fmt.Sprint("k", i%3), i, time.Hour)
+		require.NoError(f, err)
+	}
+	require.NoError(f, s.Compact(5))
+	require.NoError(f, s.Checkpoint())
+	_, err = s.Update(func(tx *revkv.Txn[int]) error { tx.Put("a", 1); return tx.Delete("k1") })
+	require.NoError(f, err)
+	require.NoError(f, s.Close())
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	snaps, _ := filepath.Glob(filepath.Join(dir, "*.snap"))
+	seg, _ := os.ReadFile(segs[len(segs)-1])
+	snap, _ := os.ReadFile(snaps[0])
+	f.Add(seg, snap)
+	f.Add(seg, []byte{})
+	f.Add([]byte("revkvlog"), snap)
+	f.Fuzz(func(t *testing.T, seg, snap []byte) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, wal.SegmentName(21)), seg, 0o644))
+		if len(snap) > 0 {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, wal.SnapshotName(20)), snap, 0o644))
+		}
+		s, err := revkv.Open(dir, revkv.JSONCodec[int](), revkv.WithMaxHistory(2))
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		require.NoError(t, s.Check())
+		_, err = s.Put("fuzz", 1)
+		require.NoError(t, err)
+	})
+}

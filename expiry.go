@@ -46,7 +46,7 @@ func (s *state[V]) purgeDurable() int {
 	total := 0
 	for {
 		n := 0
-		_, err := s.submit(func() (Revision, error) {
+		_, err := s.submitRun(func() (Revision, error) {
 			if s.closed {
 				return 0, ErrClosed
 			}

@@ -35,7 +35,9 @@ import (
 // that deadlocks, as it does in bbolt.
 func (s *Store[V]) Update(fn func(tx *Txn[V]) error) (Revision, error) {
 	if s.d != nil {
-		return s.submit(func() (Revision, error) { return s.updateLocked(fn) })
+		r := &request[V]{}
+		s.submit(r, func() { r.rev, r.err = s.updateLocked(fn) })
+		return r.rev, r.err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -188,7 +190,7 @@ func (t *Txn[V]) GetEntry(key string) (Entry[V], bool) {
 
 // Put writes value under key with no TTL, as Store.Put does.
 func (t *Txn[V]) Put(key string, value V) error {
-	return t.write("put", key, "", 0, putValue(value))
+	return t.write("put", key, "", 0, writeOp[V]{kind: opPut, value: value})
 }
 
 // PutTTL writes value under key until the transaction's time plus ttl, as
@@ -197,12 +199,12 @@ func (t *Txn[V]) PutTTL(key string, value V, ttl time.Duration) error {
 	if ttl <= 0 {
 		return t.fail("put", key, "with ttl", ttl, ErrInvalidTTL)
 	}
-	return t.write("put", key, "with ttl", ttl, putValue(value))
+	return t.write("put", key, "with ttl", ttl, writeOp[V]{kind: opPut, value: value})
 }
 
 // Delete removes key, as Store.Delete does; ErrNotFound if it is not live.
 func (t *Txn[V]) Delete(key string) error {
-	return t.write("delete", key, "", 0, deleteLive[V])
+	return t.write("delete", key, "", 0, writeOp[V]{kind: opDelete})
 }
 
 // Expire gives a live key a new TTL, as Store.Expire does.
@@ -210,12 +212,12 @@ func (t *Txn[V]) Expire(key string, ttl time.Duration) error {
 	if ttl <= 0 {
 		return t.fail("expire", key, "in", ttl, ErrInvalidTTL)
 	}
-	return t.write("expire", key, "in", ttl, keepValue[V])
+	return t.write("expire", key, "in", ttl, writeOp[V]{kind: opKeep})
 }
 
 // Persist removes a live key's TTL, as Store.Persist does.
 func (t *Txn[V]) Persist(key string) error {
-	return t.write("persist", key, "", 0, persistLive[V])
+	return t.write("persist", key, "", 0, writeOp[V]{kind: opPersist})
 }
 
 func (t *Txn[V]) fail(op, key, arg string, val any, err error) error {
@@ -226,9 +228,9 @@ func (t *Txn[V]) fail(op, key, arg string, val any, err error) error {
 }
 
 // write stages one write: d > 0 gives it a TTL of d from the transaction's
-// time (arg, if not empty, names d in an error); decide says what it writes
+// time (arg, if not empty, names d in an error); w says what it writes
 // given the key's current entry.
-func (t *Txn[V]) write(op, key, arg string, d time.Duration, decide decider[V]) error {
+func (t *Txn[V]) write(op, key, arg string, d time.Duration, w writeOp[V]) error {
 	tx := t.b
 	if tx == nil {
 		return t.fail(op, key, arg, d, ErrClosed)
@@ -243,7 +245,7 @@ func (t *Txn[V]) write(op, key, arg string, d time.Duration, decide decider[V]) 
 	}
 	cur, live, kl, prev := tx.current(key)
 	var err error
-	if c.e.Op, c.e.Value, err = decide(cur, live); err != nil {
+	if c.e.Op, c.e.Value, err = w.decide(cur, live); err != nil {
 		return t.fail(op, key, arg, d, err)
 	}
 	c.kl, c.prev = kl, prev

@@ -24,8 +24,16 @@ import (
 //     revision an Update returned (reads inside a batch may see its prefix,
 //     as documented; a batch's end never).
 func TestUpdateMovesAtomically(t *testing.T) {
+	t.Run("New", func(t *testing.T) { moveAtomically(t, revkv.New[int]()) })
+	t.Run("Open", func(t *testing.T) {
+		s, err := revkv.Open(t.TempDir(), revkv.JSONCodec[int](), revkv.WithCheckpointBytes(32<<10))
+		require.NoError(t, err)
+		moveAtomically(t, s)
+	})
+}
+
+func moveAtomically(t *testing.T, s *revkv.Store[int]) {
 	const accounts, total = 4, 1000
-	s := revkv.New[int]()
 	defer s.Close()
 	_, err := s.Update(func(tx *revkv.Txn[int]) error {
 		for i := range accounts {

@@ -13,7 +13,7 @@ import (
 // Redis SET does) and returns the revision it committed. Any expiry due by now
 // is written to history first (see PurgeExpired).
 func (s *Store[V]) Put(key string, value V) (Revision, error) {
-	rev, err := s.write(key, 0, putValue(value))
+	rev, _, err := s.write(key, 0, writeOp[V]{kind: opPut, value: value})
 	if err != nil {
 		return 0, keyErr("put", key, "", nil, err)
 	}
@@ -26,7 +26,7 @@ func (s *Store[V]) Put(key string, value V) (Revision, error) {
 // nanoseconds hold (time.Unix(0, math.MaxInt64), in 2262, is the last valid
 // one), is ErrInvalidTTL and writes nothing.
 func (s *Store[V]) PutTTL(key string, value V, ttl time.Duration) (Revision, error) {
-	rev, err := s.writeTTL(key, ttl, putValue(value))
+	rev, _, err := s.writeTTL(key, ttl, writeOp[V]{kind: opPut, value: value})
 	if err != nil {
 		return 0, keyErr("put", key, "with ttl", ttl, err)
 	}
@@ -45,22 +45,7 @@ func (s *Store[V]) CompareAndPut(key string, modRev Revision, value V) (Revision
 		e.Rev = s.currentRev(key)
 		return 0, e
 	}
-	var cur int64 // the key's current revision, for the error
-	rev, err := s.write(key, 0, func(e revlog.Entry[V], live bool) (revlog.Op, V, error) {
-		var zero V
-		if live {
-			cur = e.Rev
-		}
-		switch {
-		case modRev == 0 && live:
-			return 0, zero, detail(ErrConflict, "expected none, key exists at revision", e.Rev)
-		case modRev != 0 && !live:
-			return 0, zero, detail(ErrConflict, "key is missing, expected revision", modRev)
-		case modRev != 0 && e.Rev != int64(modRev):
-			return 0, zero, detail(ErrConflict, "key is at revision "+strconv.FormatInt(e.Rev, 10)+", expected", modRev)
-		}
-		return revlog.Put, value, nil
-	})
+	rev, cur, err := s.write(key, 0, writeOp[V]{kind: opCompareAndPut, value: value, modRev: int64(modRev)})
 	if err != nil {
 		e := keyErr("compare-and-put", key, "", nil, err)
 		e.Rev = Revision(cur)
@@ -72,7 +57,7 @@ func (s *Store[V]) CompareAndPut(key string, modRev Revision, value V) (Revision
 // Delete removes key, writing an OpDelete entry. A missing or expired key is
 // ErrNotFound and writes nothing (but expiries due are written first).
 func (s *Store[V]) Delete(key string) (Revision, error) {
-	rev, err := s.write(key, 0, deleteLive[V])
+	rev, _, err := s.write(key, 0, writeOp[V]{kind: opDelete})
 	if err != nil {
 		return 0, keyErr("delete", key, "", nil, err)
 	}
@@ -83,7 +68,7 @@ func (s *Store[V]) Delete(key string) (Revision, error) {
 // value. ttl <= 0 or too large is ErrInvalidTTL (nothing is written); a missing
 // or expired key is ErrNotFound.
 func (s *Store[V]) Expire(key string, ttl time.Duration) (Revision, error) {
-	rev, err := s.writeTTL(key, ttl, keepValue[V])
+	rev, _, err := s.writeTTL(key, ttl, writeOp[V]{kind: opKeep})
 	if err != nil {
 		return 0, keyErr("expire", key, "in", ttl, err)
 	}
@@ -94,43 +79,64 @@ func (s *Store[V]) Expire(key string, ttl time.Duration) (Revision, error) {
 // value. A missing or expired key is ErrNotFound; a key without a TTL is
 // ErrNoTTL.
 func (s *Store[V]) Persist(key string) (Revision, error) {
-	rev, err := s.write(key, 0, persistLive[V])
+	rev, _, err := s.write(key, 0, writeOp[V]{kind: opPersist})
 	if err != nil {
 		return 0, keyErr("persist", key, "", nil, err)
 	}
 	return rev, nil
 }
 
-// A decider says what a write call writes, given the key's newest entry and
-// whether it is live (an OpPut not yet expired: every expiry due was written
-// before it is asked): the op and the value, or the call's error. The store's
-// writes and a Txn's share them.
-type decider[V any] func(cur revlog.Entry[V], live bool) (revlog.Op, V, error)
-
-func putValue[V any](value V) decider[V] {
-	return func(revlog.Entry[V], bool) (revlog.Op, V, error) { return revlog.Put, value, nil }
+// writeOp is what a write call writes, as data rather than a closure, so
+// that it can wait in a request of a drain (Open's stores) without making
+// every write allocate. The store's writes and a Txn's share it.
+type writeOp[V any] struct {
+	kind   opKind
+	value  V     // opPut, opCompareAndPut
+	modRev int64 // opCompareAndPut
 }
 
-func deleteLive[V any](_ revlog.Entry[V], live bool) (revlog.Op, V, error) {
+type opKind uint8
+
+const (
+	opPut           opKind = iota // write value
+	opCompareAndPut               // write value if the key is at modRev
+	opDelete                      // delete a live key
+	opKeep                        // write a live key's value again (with a new TTL)
+	opPersist                     // write a live key's value again, without its TTL
+)
+
+// decide says what op writes, given the key's newest entry and whether it
+// is live (an OpPut not yet expired: every expiry due was written before it
+// is asked): the op and the value, or the call's error.
+func (o *writeOp[V]) decide(cur revlog.Entry[V], live bool) (revlog.Op, V, error) {
 	var zero V
-	if !live {
+	switch o.kind {
+	case opPut:
+		return revlog.Put, o.value, nil
+	case opCompareAndPut:
+		switch {
+		case o.modRev == 0 && live:
+			return 0, zero, detail(ErrConflict, "expected none, key exists at revision", cur.Rev)
+		case o.modRev != 0 && !live:
+			return 0, zero, detail(ErrConflict, "key is missing, expected revision", o.modRev)
+		case o.modRev != 0 && cur.Rev != o.modRev:
+			return 0, zero, detail(ErrConflict, "key is at revision "+strconv.FormatInt(cur.Rev, 10)+", expected", o.modRev)
+		}
+		return revlog.Put, o.value, nil
+	case opDelete:
+		if !live {
+			return 0, zero, ErrNotFound
+		}
+		return revlog.Delete, zero, nil
+	case opPersist:
+		if live && !cur.HasTTL {
+			return 0, zero, ErrNoTTL
+		}
+	}
+	if !live { // opKeep, opPersist
 		return 0, zero, ErrNotFound
 	}
-	return revlog.Delete, zero, nil
-}
-
-func keepValue[V any](cur revlog.Entry[V], live bool) (revlog.Op, V, error) {
-	if !live {
-		return 0, cur.Value, ErrNotFound
-	}
 	return revlog.Put, cur.Value, nil
-}
-
-func persistLive[V any](cur revlog.Entry[V], live bool) (revlog.Op, V, error) {
-	if live && !cur.HasTTL {
-		return 0, cur.Value, ErrNoTTL
-	}
-	return keepValue(cur, live)
 }
 
 // expiryOf returns the expiry time, in Unix nanoseconds, of a TTL d set at
@@ -146,30 +152,34 @@ func expiryOf(now time.Time, d time.Duration) (int64, error) {
 	return at.UnixNano(), nil
 }
 
-// write is every write call of the store: under the write lock it takes now,
-// checks the TTL (d > 0 gives the entry ExpiresAt = now+d) against it,
-// materialises the expiries due, asks decide what to write, and commits that
-// as the next revision: the one-write case of what Update commits.
-func (s *state[V]) write(key string, d time.Duration, decide decider[V]) (Revision, error) {
+// write is every write call of the store: under the write lock it takes
+// now, checks the TTL (d > 0 gives the entry ExpiresAt = now+d) against it,
+// materialises the expiries due, asks op what to write, and commits that as
+// the next revision: the one-write case of what Update commits. It returns
+// the key's current revision too, for a conflict's error. A store on a
+// directory runs it as a request of a drain.
+func (s *state[V]) write(key string, d time.Duration, op writeOp[V]) (Revision, int64, error) {
 	if s.d != nil {
-		return s.submit(func() (Revision, error) { return s.writeLocked(key, d, decide) })
+		r := &request[V]{key: key, d: d, op: op} // op is copied: it does not escape
+		s.submit(r, nil)
+		return r.rev, r.cur, r.err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.writeLocked(key, d, decide)
+	return s.writeLocked(key, d, &op)
 }
 
 // writeLocked is write under the write lock.
-func (s *state[V]) writeLocked(key string, d time.Duration, decide decider[V]) (Revision, error) {
+func (s *state[V]) writeLocked(key string, d time.Duration, op *writeOp[V]) (Revision, int64, error) {
 	if s.closed {
-		return 0, ErrClosed
+		return 0, 0, ErrClosed
 	}
 	now := s.order.WriterNow()
 	var c change[V]
 	if d > 0 {
 		at, err := expiryOf(now, d)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		c.e.Expires, c.e.HasTTL = at, true
 	}
@@ -178,25 +188,28 @@ func (s *state[V]) writeLocked(key string, d time.Duration, decide decider[V]) (
 	c.key, c.kl, c.prev = key, s.lookupLocked(key), -1
 	cur, live := newest(c.kl)
 	var err error
-	if c.e.Op, c.e.Value, err = decide(cur, live); err != nil {
-		return 0, err
+	if c.e.Op, c.e.Value, err = op.decide(cur, live); err != nil {
+		if !live {
+			cur.Rev = 0
+		}
+		return 0, cur.Rev, err
 	}
 	cs := [1]change[V]{c}
 	if s.d != nil {
 		if err := s.logBatchLocked(cs[:], now); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return Revision(s.commitLocked(cs[:], now)), nil
+	return Revision(s.commitLocked(cs[:], now)), 0, nil
 }
 
 // writeTTL is write for a call that sets a TTL: ttl <= 0 is ErrInvalidTTL
 // before anything else, expiries due included, is written.
-func (s *state[V]) writeTTL(key string, ttl time.Duration, decide decider[V]) (Revision, error) {
+func (s *state[V]) writeTTL(key string, ttl time.Duration, op writeOp[V]) (Revision, int64, error) {
 	if ttl <= 0 {
-		return 0, ErrInvalidTTL
+		return 0, 0, ErrInvalidTTL
 	}
-	return s.write(key, ttl, decide)
+	return s.write(key, ttl, op)
 }
 
 // newest returns kl's newest entry and whether it is live, for a caller
