@@ -401,3 +401,41 @@ func FuzzOpen(f *testing.F) {
 		require.NoError(t, err)
 	})
 }
+
+// TestBackgroundSyncAndCheckpoint: under SyncInterval the syncer syncs
+// written records without a write asking, and a checkpoint starts by itself
+// once WithCheckpointBytes were logged.
+func TestBackgroundSyncAndCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	s := openStr(t, dir, revkv.WithSync(revkv.SyncInterval), revkv.WithSyncInterval(5*time.Millisecond), revkv.WithCheckpointBytes(8<<10))
+	var fs faults
+	revkv.InjectFaults(s, fs.wrap)
+	_, err := s.Put("a", "1")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return fs.syncs.Load() > 0 }, 10*time.Second, time.Millisecond, "the syncer syncs")
+	for i := range 400 {
+		_, err := s.Put(fmt.Sprint("k", i), "a value of some length")
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		snaps, _ := filepath.Glob(filepath.Join(dir, "*.snap"))
+		return len(snaps) == 1
+	}, 10*time.Second, time.Millisecond, "a checkpoint ran by itself")
+	require.NoError(t, s.Close())
+	s = openStr(t, dir)
+	defer s.Close()
+	require.Equal(t, 401, s.Len())
+}
+
+// TestNewIgnoresDurabilityOptions: the options of Open are ignored by New,
+// and Sync and Checkpoint on it are no-ops.
+func TestNewIgnoresDurabilityOptions(t *testing.T) {
+	s := revkv.New[int](revkv.WithSync(revkv.SyncNever), revkv.WithCheckpointBytes(1))
+	defer s.Close()
+	_, err := s.Put("a", 1)
+	require.NoError(t, err)
+	require.NoError(t, s.Sync())
+	require.NoError(t, s.Checkpoint())
+	require.Panics(t, func() { revkv.New[int](revkv.WithSync(revkv.SyncMode(7))) })
+	require.Panics(t, func() { revkv.New[int](revkv.WithSyncInterval(-1)) })
+}
