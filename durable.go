@@ -213,6 +213,12 @@ func (s *Store[V]) Sync() error {
 	if s.d == nil {
 		return nil
 	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed { // Close synced, or returned why it could not
+		return nil
+	}
 	if err := s.d.sync(); err != nil {
 		return &OpError{Op: "sync", Key: s.d.dir, Err: err}
 	}

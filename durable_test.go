@@ -422,6 +422,8 @@ func TestBackgroundSyncAndCheckpoint(t *testing.T) {
 		return len(snaps) == 1
 	}, 10*time.Second, time.Millisecond, "a checkpoint ran by itself")
 	require.NoError(t, s.Close())
+	require.NoError(t, s.Sync(), "after Close: nothing to do")
+	require.ErrorIs(t, s.Checkpoint(), revkv.ErrClosed)
 	s = openStr(t, dir)
 	defer s.Close()
 	require.Equal(t, 401, s.Len())

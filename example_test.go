@@ -3,6 +3,7 @@ package revkv_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/revkv/revkv"
@@ -147,4 +148,30 @@ func ExampleStore_Update() {
 	// acct/bob 50
 	// sum 120
 	// bob at revision 3: 20
+}
+
+// Open keeps the store on a directory: its history is there again after
+// Close, and revisions go on.
+func ExampleOpen() {
+	dir, _ := os.MkdirTemp("", "revkv-example-")
+	defer os.RemoveAll(dir)
+
+	s, err := revkv.Open(dir, revkv.StringCodec())
+	if err != nil {
+		panic(err)
+	}
+	s.Put("config/limits", "100")
+	s.Put("config/limits", "250")
+	s.Close()
+
+	s, err = revkv.Open(dir, revkv.StringCodec()) // a restart
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	old, _, _ := s.GetAt("config/limits", 1)
+	cur, _ := s.Get("config/limits")
+	rev, _ := s.Put("config/owner", "team-a")
+	fmt.Println(old, cur, rev)
+	// Output: 100 250 3
 }

@@ -307,6 +307,9 @@ func (w *Writer) Sync() error {
 	if err := w.Err(); err != nil {
 		return err
 	}
+	if w.f == nil {
+		return os.ErrClosed
+	}
 	if err := w.f.Sync(); err != nil {
 		return w.fail(err)
 	}
