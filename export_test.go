@@ -120,3 +120,11 @@ func InjectFaults[V any](s *Store[V], wrap func(wal.File) wal.File) {
 	defer s.mu.Unlock()
 	s.d.w.Inject(wrap)
 }
+
+// HoldCheckpoints keeps checkpoints from running until the returned func is
+// called, so that a test can copy a directory as one instant's state (as a
+// crash would leave it) while the store is open.
+func HoldCheckpoints[V any](s *Store[V]) (release func()) {
+	s.d.ckptMu.Lock()
+	return s.d.ckptMu.Unlock
+}
