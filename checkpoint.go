@@ -78,7 +78,7 @@ func (s *state[V]) checkpoint() error {
 		k.Key, k.Entries, vals = kl.key, k.Entries[:0], vals[:0]
 		kl.mu.RLock()
 		es := kl.log.Entries()
-		k.Trimmed = kl.log.Lo() > 0
+		k.Trimmed, k.Dropped = kl.log.Lo() > 0, kl.log.Dropped()
 		for i := range es {
 			if es[i].Rev > h.Rev {
 				break

@@ -51,6 +51,7 @@ type durability[V any] struct {
 	replaying bool                  // Open applies the log: nothing is logged or capped
 	pending   []slotUpdate[V]       // index slots the drain publishes, in order
 	newKeys   map[string]*keyLog[V] // keys the drain created, not yet in the index
+	touched   []string              // keys the drain wrote, whose watchers publication wakes
 	trims     []*keyLog[V]          // keys whose history cap cut waits for publication (keyLog.drop)
 	batch     wal.Batch
 	payload   []byte
@@ -331,7 +332,7 @@ func (s *state[V]) drain(batch []*request[V], self *request[V], mine func()) {
 				r.rev, r.err = 0, err
 			}
 		}
-		d.pending = d.pending[:0]
+		d.pending, d.touched = d.pending[:0], d.touched[:0]
 		for _, kl := range d.trims {
 			kl.drop = 0
 		}
@@ -381,6 +382,13 @@ func (s *state[V]) publishLocked() {
 	}
 	s.order.Publish()
 	s.indexMu.Unlock()
+	if s.watch.n.Load() > 0 {
+		for _, k := range d.touched {
+			s.watch.notifyKey(k)
+		}
+	}
+	clear(d.touched)
+	d.touched = d.touched[:0]
 	clear(d.pending)
 	d.pending = d.pending[:0]
 	clear(d.newKeys)
@@ -475,7 +483,7 @@ func (s *state[V]) logTrimLocked(kl *keyLog[V], removed, count bool) {
 	if s.d == nil || s.d.replaying {
 		return
 	}
-	t := wal.Trim{Key: kl.key, Count: count}
+	t := wal.Trim{Key: kl.key, Count: count, Dropped: kl.log.Dropped()}
 	if !removed {
 		t.Lo = kl.log.Entries()[0].Rev
 	}

@@ -150,10 +150,14 @@ func (s *state[V]) expireLocked(kl *keyLog[V], t time.Time) {
 		s.logExpireLocked(kl.key, &e, t)
 		if d.draining { // published once the drain's log is synced
 			s.order.Assign(1, t)
+			d.touched = append(d.touched, kl.key)
 			s.trimIfOverLocked(kl)
 			return
 		}
 	}
 	s.order.Commit(t) // no slot changes with it, so indexMu is not needed
+	if s.watch.n.Load() > 0 {
+		s.watch.notifyKey(kl.key)
+	}
 	s.trimIfOverLocked(kl)
 }

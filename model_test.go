@@ -650,3 +650,44 @@ func (tx *mTxn) Expire(key string, ttl time.Duration) error {
 }
 
 func (tx *mTxn) Persist(key string) error { return tx.write(key, 0, mPersist) }
+
+// Changes lists the model's revisions of keys under prefix in [from, to];
+// ErrCompacted (in an OpError whose Rev is where to restart) if a retained
+// key lost an entry at or above from, or a compaction is at or above it.
+func (m *model) Changes(prefix string, from, to revkv.Revision) ([]revkv.Entry[int], error) {
+	if int64(to) > m.rev() {
+		return nil, revkv.ErrFutureRevision
+	}
+	f := max(int64(from), 1)
+	if f > int64(to) {
+		return nil, nil
+	}
+	restart := int64(0)
+	if m.compactRev >= f {
+		restart = m.compactRev + 1
+	}
+	for _, k := range m.keys() {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		dropped := int64(0)
+		for _, r := range m.byKey[k] {
+			if r < m.from[k] {
+				dropped = r
+			}
+		}
+		if dropped >= f {
+			restart = max(restart, dropped+1)
+		}
+	}
+	if restart > 0 {
+		return nil, &revkv.OpError{Rev: revkv.Revision(restart), Err: revkv.ErrCompacted}
+	}
+	var out []revkv.Entry[int]
+	for r := f; r <= int64(to); r++ {
+		if e := m.at(r); strings.HasPrefix(e.key, prefix) {
+			out = append(out, e.public())
+		}
+	}
+	return out, nil
+}

@@ -283,6 +283,8 @@ func (h *harness) step() {
 		} else {
 			h.crashCopy()
 		}
+	case op >= 100 && op < 104:
+		h.changes()
 	case op >= 100:
 		h.update()
 	case op < 14:
@@ -673,4 +675,45 @@ func catch(f func() (revkv.Revision, error)) (rev revkv.Revision, err error, pan
 	defer func() { panicked = recover() }()
 	rev, err = f()
 	return rev, err, nil
+}
+
+// changes compares Changes over a random range and prefix with the model's
+// list of revisions, the error and its restart revision included.
+func (h *harness) changes() {
+	p := testPrefixes[h.rng.Intn(len(testPrefixes))]
+	from, to := h.rev(), h.rev()
+	if from > to && h.rng.Intn(3) > 0 {
+		from, to = to, from
+	}
+	want, wantErr := h.m.Changes(p, from, to)
+	var got []revkv.Entry[int]
+	var gotErr error
+	for e, err := range h.s.Changes(p, from, to) {
+		if err != nil {
+			gotErr = err
+			break
+		}
+		got = append(got, e)
+	}
+	what := fmt.Sprintf("Changes(%q, %d, %d)", p, from, to)
+	h.did("%s → %d entries, %v", what, len(want), wantErr)
+	h.sameErr(errKindRev(wantErr), gotErr, what)
+	if wantErr != nil {
+		var oe *revkv.OpError
+		if errors.As(wantErr, &oe) {
+			var ge *revkv.OpError
+			require.True(h.t, errors.As(gotErr, &ge), "%s: %v", what, gotErr)
+			h.eq(oe.Rev, ge.Rev, what+": restart revision")
+		}
+		return
+	}
+	h.eq(want, got, what)
+}
+
+func errKindRev(err error) error {
+	var oe *revkv.OpError
+	if errors.As(err, &oe) {
+		return oe.Err
+	}
+	return err
 }

@@ -182,6 +182,7 @@ func (s *state[V]) applyTrim(t wal.Trim) error {
 	// The log was cut there, whatever this replay held of it: a snapshot
 	// written while the cut happened may hold none of what it dropped.
 	kl.log.MarkTrimmed()
+	kl.log.SetDropped(t.Dropped)
 	if t.Count && t.Lo > s.trimFloor {
 		s.trimFloor = t.Lo
 		s.publishFloorLocked()
@@ -261,6 +262,7 @@ func (s *state[V]) restoreKey(k *wal.Key) error {
 	}
 	if k.Trimmed {
 		kl.log.MarkTrimmed()
+		kl.log.SetDropped(k.Dropped)
 	}
 	last, _ := kl.log.Last()
 	s.index[k.Key] = indexedOf(kl, last)

@@ -27,7 +27,8 @@ type Store[V any] struct {
 // state is the store.
 //
 // Locks, and the order they are taken in: mu first. A holder of mu takes a
-// keyLog's mu or indexMu, one at a time and briefly, never the two together.
+// keyLog's mu, indexMu or watch.mu, one at a time and briefly, never two
+// together.
 // A reader takes indexMu's read lock or one keyLog's read lock, each alone,
 // and never takes mu while holding either. So no lock is ever taken while
 // indexMu or a keyLog's mu is held.
@@ -62,6 +63,7 @@ type state[V any] struct {
 	index   map[string]indexed[V]
 
 	compaction atomic.Pointer[mark] // the last Compact; nil before the first
+	watch      watchers             // Watch's wake-ups, by prefix
 	floor      atomic.Int64         // max(compactRev, trimFloor): Floor()
 
 	// mu is the write lock. It serialises every write, so revisions are taken

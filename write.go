@@ -283,6 +283,7 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) int64 {
 		s.order.Assign(len(cs), t)
 		for i := range cs {
 			d.pending = append(d.pending, slotUpdate[V]{cs[i].key, indexedOf(cs[i].kl, &cs[i].e)})
+			d.touched = append(d.touched, cs[i].key)
 		}
 		for i := range cs {
 			s.trimIfOverLocked(cs[i].kl)
@@ -295,6 +296,11 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) int64 {
 	}
 	s.order.CommitN(len(cs), t) // readers see cs from here on
 	s.indexMu.Unlock()
+	if s.watch.n.Load() > 0 {
+		for i := range cs {
+			s.watch.notifyKey(cs[i].key)
+		}
+	}
 
 	for i := range cs {
 		s.trimIfOverLocked(cs[i].kl)

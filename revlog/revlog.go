@@ -101,6 +101,11 @@ type Log[V any] struct {
 	entries []Entry[V]
 	revs    []int64
 	trimmed bool // entries were dropped from the front
+	// dropped is the revision of the newest entry dropped from the front
+	// (0: none, or not known: a log rebuilt from a snapshot), so that a
+	// reader walking the log forward from a revision knows whether it lost
+	// anything.
+	dropped int64
 }
 
 // revsFrom is the length at which a log starts keeping revs: below it a
@@ -154,6 +159,24 @@ func (l *Log[V]) Last() (*Entry[V], bool) {
 // MarkTrimmed records that entries older than the first were dropped, for a
 // log rebuilt from a snapshot.
 func (l *Log[V]) MarkTrimmed() { l.trimmed = len(l.entries) > 0 }
+
+// SetDropped records that entries up to rev were dropped, for a log
+// rebuilt from disk: it never lowers what the log knows.
+func (l *Log[V]) SetDropped(rev int64) { l.dropped = max(l.dropped, rev) }
+
+// Dropped returns the revision of the newest entry dropped from the front:
+// a walk forward from revision r has lost nothing of this key if
+// Dropped() < r. 0 when nothing was dropped.
+func (l *Log[V]) Dropped() int64 { return l.dropped }
+
+// From returns the oldest entry with Rev >= rev, if there is one. O(log n).
+func (l *Log[V]) From(rev int64) (Entry[V], bool) {
+	i := l.indexAt(rev-1) + 1
+	if i >= len(l.entries) {
+		return Entry[V]{}, false
+	}
+	return l.entries[i], true
+}
 
 // Lo returns the revision below which reads are Compacted (0: none are).
 func (l *Log[V]) Lo() int64 {
@@ -219,6 +242,7 @@ func (l *Log[V]) CutBefore(rev int64) (dropped int, empty bool) {
 	}
 	if i == len(l.entries)-1 && l.entries[i].Op != Put {
 		n := len(l.entries)
+		l.dropped = max(l.dropped, l.entries[i].Rev) // a reader still holding the log sees the loss
 		l.entries, l.revs, l.trimmed = nil, nil, false
 		return n, true
 	}
@@ -259,6 +283,7 @@ func (l *Log[V]) dropFront(k int) {
 	if k <= 0 {
 		return
 	}
+	l.dropped = max(l.dropped, l.entries[k-1].Rev)
 	n := copy(l.entries, l.entries[k:])
 	clear(l.entries[n:])
 	l.entries = l.entries[:n]

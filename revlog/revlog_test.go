@@ -343,3 +343,29 @@ func TestDropBefore(t *testing.T) {
 	_, st := l.At(6)
 	require.Equal(t, Compacted, st)
 }
+
+func TestDroppedAndFrom(t *testing.T) {
+	var l Log[string]
+	for _, r := range []int64{2, 5, 9, 12} {
+		l.Append(Entry[string]{Rev: r, Op: Put})
+	}
+	require.Zero(t, l.Dropped())
+	e, ok := l.From(6)
+	require.True(t, ok)
+	require.Equal(t, int64(9), e.Rev)
+	e, _ = l.From(5)
+	require.Equal(t, int64(5), e.Rev)
+	_, ok = l.From(13)
+	require.False(t, ok)
+	l.DropBefore(9)
+	require.Equal(t, int64(5), l.Dropped(), "the newest entry dropped")
+	l.TrimTo(1, 100)
+	require.Equal(t, int64(9), l.Dropped())
+	var m Log[string]
+	m.Append(Entry[string]{Rev: 7, Op: Put})
+	m.MarkTrimmed()
+	m.SetDropped(4)
+	require.Equal(t, int64(4), m.Dropped(), "rebuilt: as recorded")
+	m.SetDropped(3)
+	require.Equal(t, int64(4), m.Dropped(), "never lowered")
+}

@@ -320,9 +320,10 @@ func DecodeCompact(p []byte) (Compact, error) {
 // entries below were dropped), or the key was removed (Lo 0). Count says a
 // count trim (the history cap) raised the floor to Lo with it.
 type Trim struct {
-	Key   string
-	Lo    int64
-	Count bool
+	Key     string
+	Lo      int64
+	Count   bool
+	Dropped int64 // the newest revision dropped from the key's log
 }
 
 // AppendTrim appends the payload of a trim to dst.
@@ -331,6 +332,7 @@ func AppendTrim(dst []byte, t Trim) []byte {
 	e.str(t.Key)
 	e.varint(t.Lo)
 	e.b = append(e.b, boolByte(t.Count))
+	e.varint(t.Dropped)
 	return e.b
 }
 
@@ -344,7 +346,7 @@ func boolByte(b bool) byte {
 // DecodeTrim decodes a KindTrim payload.
 func DecodeTrim(p []byte) (Trim, error) {
 	d := dec{b: p}
-	t := Trim{Key: string(d.raw()), Lo: d.varint(), Count: d.byte1() == 1}
+	t := Trim{Key: string(d.raw()), Lo: d.varint(), Count: d.byte1() == 1, Dropped: d.varint()}
 	return t, d.done()
 }
 
@@ -420,6 +422,7 @@ func DecodeState(p []byte) (*State, error) {
 type Key struct {
 	Key     string
 	Trimmed bool
+	Dropped int64   // the newest revision dropped from the key's log
 	Entries []Entry // their Key fields are not stored
 }
 
@@ -428,6 +431,7 @@ func AppendKey(dst []byte, k *Key) []byte {
 	e := enc{dst}
 	e.str(k.Key)
 	e.b = append(e.b, boolByte(k.Trimmed))
+	e.varint(k.Dropped)
 	e.uvarint(uint64(len(k.Entries)))
 	for i := range k.Entries {
 		e.entry(&k.Entries[i], false)
@@ -438,7 +442,7 @@ func AppendKey(dst []byte, k *Key) []byte {
 // DecodeKey decodes a KindKey payload.
 func DecodeKey(p []byte) (*Key, error) {
 	d := dec{b: p}
-	k := &Key{Key: string(d.raw()), Trimmed: d.byte1() == 1}
+	k := &Key{Key: string(d.raw()), Trimmed: d.byte1() == 1, Dropped: d.varint()}
 	n := d.uvarint()
 	if n > uint64(len(p)) {
 		return nil, errShortPayload

@@ -1,0 +1,244 @@
+package revkv
+
+import (
+	"container/heap"
+	"context"
+	"iter"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/revkv/revkv/revlog"
+)
+
+// Changes yields every entry of every key with the prefix whose revision is
+// in [from, to], in revision order, tombstones and expiries included: the
+// auditor's "what changed between these two revisions", without a
+// goroutine. from <= 0 means 1. to > Rev() yields ErrFutureRevision and
+// ends. If an entry it must yield is no longer in history it yields
+// ErrCompacted, in an *OpError whose Rev is the lowest revision it could
+// start from instead, and ends: never a silent skip. A compaction at or
+// above from is such a case (the keys it removed cannot be listed), and so
+// is a key whose log was trimmed at or above from.
+//
+// It pins nothing: entries trimmed while it runs are reported as
+// ErrCompacted when it reaches them. Starting costs O(keys under the
+// prefix); each entry costs O(log keys + log n).
+func (s *Store[V]) Changes(prefix string, from, to Revision) iter.Seq2[Entry[V], error] {
+	return func(yield func(Entry[V], error) bool) {
+		if h := s.Rev(); to > h {
+			e := keyErr("changes under", prefix, "to", to, detail(ErrFutureRevision, "latest is", h))
+			yield(Entry[V]{}, e)
+			return
+		}
+		s.changes(prefix, max(int64(from), 1), int64(to), yield)
+	}
+}
+
+// cursor is the next entry of one key that changes has to yield.
+type cursor[V any] struct {
+	e  revlog.Entry[V]
+	kl *keyLog[V]
+}
+
+type cursors[V any] []cursor[V]
+
+func (c cursors[V]) Len() int           { return len(c) }
+func (c cursors[V]) Less(i, j int) bool { return c[i].e.Rev < c[j].e.Rev }
+func (c cursors[V]) Swap(i, j int)      { c[i], c[j] = c[j], c[i] }
+func (c *cursors[V]) Push(x any)        { *c = append(*c, x.(cursor[V])) }
+func (c *cursors[V]) Pop() any {
+	old := *c
+	x := old[len(old)-1]
+	*c = old[:len(old)-1]
+	return x
+}
+
+// changes yields the entries of keys under prefix with from <= Rev <= to,
+// merging the keys' logs by revision, and reports whether it yielded them
+// all (false: the consumer stopped, or an error was yielded).
+func (s *state[V]) changes(prefix string, from, to int64, yield func(Entry[V], error) bool) bool {
+	if from > to {
+		return true
+	}
+	s.mu.Lock()
+	keys := s.tree.Clone()
+	s.mu.Unlock()
+	var (
+		cs      cursors[V]
+		restart int64 // > 0: entries from restart-1 down were lost
+	)
+	lost := func(dropped int64) { restart = max(restart, dropped+1) }
+	keys.AscendGreaterOrEqual(&keyLog[V]{key: prefix}, func(kl *keyLog[V]) bool {
+		if !strings.HasPrefix(kl.key, prefix) {
+			return false
+		}
+		kl.mu.RLock()
+		e, ok := kl.log.From(from)
+		dropped := kl.log.Dropped()
+		kl.mu.RUnlock()
+		if dropped >= from {
+			lost(dropped)
+		}
+		if ok && e.Rev <= to {
+			cs = append(cs, cursor[V]{e, kl})
+		}
+		return true
+	})
+	// Keys a compaction removed are gone from the tree: their entries are
+	// at or below it.
+	if m := s.compaction.Load(); m != nil && m.rev >= from {
+		lost(m.rev)
+	}
+	heap.Init(&cs)
+	for restart == 0 && len(cs) > 0 {
+		c := heap.Pop(&cs).(cursor[V])
+		if !yield(entryOf(c.kl.key, &c.e, &s.zones), nil) {
+			return false
+		}
+		c.kl.mu.RLock()
+		e, ok := c.kl.log.From(c.e.Rev + 1)
+		dropped := c.kl.log.Dropped()
+		c.kl.mu.RUnlock()
+		if dropped > c.e.Rev { // trimmed (or removed) past this reader meanwhile
+			lost(dropped)
+		}
+		if ok && e.Rev <= to {
+			heap.Push(&cs, cursor[V]{e, c.kl})
+		}
+	}
+	if restart > 0 {
+		err := keyErr("changes under", prefix, "from", Revision(from), ErrCompacted)
+		err.Rev = Revision(restart)
+		yield(Entry[V]{}, err)
+		return false
+	}
+	return true
+}
+
+// Watch yields, in revision order, every entry of every key with the
+// prefix from revision from on: first from history, then each new revision
+// as it becomes visible (after its sync, for a store on a directory), with
+// no gap and nothing twice between the two. from <= 0 means Rev()+1: only
+// what comes next. An Update's entries come together, in one wake-up.
+// Expiries are entries when they are written (with WithExpiryInterval(d),
+// within about d of their time).
+//
+// It ends when the loop breaks, yielding ctx.Err() when ctx is done,
+// ErrClosed when the store closes, and ErrCompacted (see Changes) when an
+// entry it must yield is gone; resuming from the revision after the last
+// entry seen gives exactly the rest. It starts no goroutine and keeps no
+// buffer: a consumer that falls behind reads history at its own pace and
+// holds writers back not at all, and loses nothing unless history is
+// trimmed past it. A wake-up costs O(keys under the prefix).
+func (s *Store[V]) Watch(ctx context.Context, prefix string, from Revision) iter.Seq2[Entry[V], error] {
+	return func(yield func(Entry[V], error) bool) {
+		next := int64(from)
+		if next <= 0 {
+			next = int64(s.Rev()) + 1
+		}
+		g := s.watch.join(prefix)
+		defer s.watch.leave(prefix, g)
+		for {
+			head := int64(s.Rev())
+			if next <= head {
+				if !s.changes(prefix, next, head, yield) {
+					return
+				}
+				next = head + 1
+				continue
+			}
+			wake := s.watch.wait(g)
+			if int64(s.Rev()) > head {
+				continue // published between the read of the head and wait
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				yield(Entry[V]{}, ctx.Err())
+				return
+			case <-s.stop:
+				yield(Entry[V]{}, keyErr("watch", prefix, "", nil, ErrClosed))
+				return
+			}
+		}
+	}
+}
+
+// watchers wakes the watchers of the prefixes a publication touches. It
+// costs a write one atomic load while no watcher exists; with watchers,
+// a map lookup per changed key and distinct prefix length, and a closed
+// channel per group woken: nothing for watchers of other prefixes.
+type watchers struct {
+	n      atomic.Int64 // watchers joined
+	mu     sync.Mutex   // guards groups and lens; taken alone, or after state.mu
+	groups map[string]*watchGroup
+	lens   []int // the distinct lengths of the prefixes in groups
+}
+
+// watchGroup is the watchers of one prefix. ch is closed, and replaced, at
+// each publication that touches the prefix.
+type watchGroup struct {
+	ch      chan struct{}
+	members int
+}
+
+func (w *watchers) join(prefix string) *watchGroup {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.groups == nil {
+		w.groups = map[string]*watchGroup{}
+	}
+	g := w.groups[prefix]
+	if g == nil {
+		g = &watchGroup{ch: make(chan struct{})}
+		w.groups[prefix] = g
+		w.lens = lengthsOf(w.groups)
+	}
+	g.members++
+	w.n.Add(1)
+	return g
+}
+
+func (w *watchers) leave(prefix string, g *watchGroup) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n.Add(-1)
+	if g.members--; g.members == 0 {
+		delete(w.groups, prefix)
+		w.lens = lengthsOf(w.groups)
+	}
+}
+
+func lengthsOf(groups map[string]*watchGroup) []int {
+	seen := map[int]bool{}
+	var out []int
+	for p := range groups {
+		if !seen[len(p)] {
+			seen[len(p)] = true
+			out = append(out, len(p))
+		}
+	}
+	return out
+}
+
+func (w *watchers) wait(g *watchGroup) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return g.ch
+}
+
+// notifyKey wakes the groups whose prefix key has.
+func (w *watchers) notifyKey(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range w.lens {
+		if n > len(key) {
+			continue
+		}
+		if g := w.groups[key[:n]]; g != nil {
+			close(g.ch)
+			g.ch = make(chan struct{})
+		}
+	}
+}
