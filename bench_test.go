@@ -1,11 +1,13 @@
 package revkv_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -336,5 +338,46 @@ func BenchmarkOpenPut(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// BenchmarkPutWatched is Put over 1,024 capped keys under "k" with no
+// watcher, with 100 watchers waiting on other prefixes, and with one
+// watcher following the written prefix: what watchers cost a writer.
+func BenchmarkPutWatched(b *testing.B) {
+	for _, bc := range []struct {
+		name         string
+		others, same int
+	}{{"watchers=0", 0, 0}, {"others=100", 100, 0}, {"same=1", 0, 1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := revkv.New[[]byte](revkv.WithMaxHistory(8))
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			watch := func(prefix string) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range s.Watch(ctx, prefix, 0) {
+					}
+				}()
+			}
+			for i := range bc.others {
+				watch(fmt.Sprint("other", i, "/"))
+			}
+			for range bc.same {
+				watch("k")
+			}
+			time.Sleep(10 * time.Millisecond) // let them wait
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				s.Put(benchNames[k&1023], benchValue)
+				k++
+			}
+			b.StopTimer()
+			cancel()
+			s.Close()
+			wg.Wait()
+		})
 	}
 }

@@ -105,6 +105,19 @@
 // ErrLocked; damaged files are ErrCorrupt, naming the file and offset.
 // docs/contract.md section 8 has every rule.
 //
+// # Following changes
+//
+// Changes(prefix, from, to) lists every entry of the keys under a prefix
+// between two revisions, in revision order; Watch(ctx, prefix, from) does
+// the same from a revision on, forever: history first, then each revision
+// as it becomes visible, with no gap and nothing twice. Both are pull-based
+// iterators: no goroutine, no buffer; a slow consumer reads history at its
+// own pace and never holds writers back. An entry no longer in history is
+// ErrCompacted, naming where to start instead, never a silent skip.
+// Expiries are entries too: with WithExpiryInterval(d) they arrive within
+// about d of their time. Each wake-up of a watch costs O(keys under its
+// prefix).
+//
 // # The contract
 //
 // docs/contract.md, in the repository, states every promise section by

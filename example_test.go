@@ -1,6 +1,7 @@
 package revkv_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -174,4 +175,31 @@ func ExampleOpen() {
 	rev, _ := s.Put("config/owner", "team-a")
 	fmt.Println(old, cur, rev)
 	// Output: 100 250 3
+}
+
+// Watch follows a prefix as it changes, expiries included: with
+// WithExpiryInterval(d), a session's expiry arrives within about d of its
+// time, as an entry whose Time is exactly its ExpiresAt.
+func ExampleStore_Watch() {
+	s := revkv.New[string](revkv.WithExpiryInterval(5 * time.Millisecond))
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	s.PutTTL("session/42", "alice", 20*time.Millisecond)
+	s.Put("session/43", "bob")
+	for e, err := range s.Watch(ctx, "session/", 1) {
+		if err != nil {
+			fmt.Println(err)
+			break
+		}
+		fmt.Println(e.Rev, e.Op, e.Key, e.Value)
+		if e.Op == revkv.OpExpire {
+			break
+		}
+	}
+	// Output:
+	// 1 put session/42 alice
+	// 2 put session/43 bob
+	// 3 expire session/42
 }

@@ -134,10 +134,13 @@ func diff(s *revkv.Store[string], from, to revkv.Revision, prefix string) {
 		default:
 			continue
 		}
-		for _, e := range s.History(k) {
-			if e.Rev > from && e.Rev <= to {
-				fmt.Printf("        revision %d at %s: %s %s\n", e.Rev, e.Time.Format("15:04"), e.Op, e.Value)
-			}
+	}
+	// Every change in between, in order: Changes merges the keys' histories.
+	fmt.Println("    the changes, in order:")
+	for e, err := range s.Changes(prefix, from+1, to) {
+		if err != nil {
+			panic(err)
 		}
+		fmt.Printf("        revision %2d at %s: %-6s %-30s %s\n", e.Rev, e.Time.Format("15:04"), e.Op, e.Key, e.Value)
 	}
 }
