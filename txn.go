@@ -235,22 +235,26 @@ func (t *Txn[V]) write(op, key, arg string, d time.Duration, w writeOp[V]) error
 	if tx == nil {
 		return t.fail(op, key, arg, d, ErrClosed)
 	}
-	c := change[V]{key: key}
+	var expires int64
 	if d > 0 {
 		at, err := expiryOf(tx.now, d)
 		if err != nil {
 			return t.fail(op, key, arg, d, err)
 		}
-		c.e.Expires, c.e.HasTTL = at, true
+		expires = at
 	}
 	cur, live, kl, prev := tx.current(key)
-	var err error
-	if c.e.Op, c.e.Value, err = w.decide(cur, live); err != nil {
+	opv, value, err := w.decide(cur, live)
+	if err != nil {
 		return t.fail(op, key, arg, d, err)
 	}
-	c.kl, c.prev = kl, prev
-	c.e.Rev = tx.base + int64(len(tx.changes)) + 1 // for GetEntry; commit sets it again
-	tx.changes = append(tx.changes, c)
+	// Written in place at the end of the buffer, not built and copied in.
+	n := len(tx.changes)
+	tx.changes = append(tx.changes, change[V]{key: key, kl: kl, prev: prev})
+	c := &tx.changes[n]
+	c.e.Op, c.e.Value = opv, value
+	c.e.Expires, c.e.HasTTL = expires, d > 0
+	c.e.Rev = tx.base + int64(n) + 1 // for GetEntry; commit sets it again
 	switch n := len(tx.changes); {
 	case n == txScan+1:
 		tx.last = make(map[string]int, 2*n)
