@@ -55,6 +55,7 @@ type durability[V any] struct {
 	trims     []*keyLog[V]          // keys whose history cap cut waits for publication (keyLog.drop)
 	batch     wal.Batch
 	payload   []byte
+	replay    []change[V] // applyBatch's buffer
 
 	logged  atomic.Int64  // bytes logged since the last checkpoint
 	ckptMu  sync.Mutex    // one checkpoint at a time; taken before state.mu

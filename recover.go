@@ -92,8 +92,13 @@ func (s *state[V]) applyBatch(b wal.Batch) error {
 	if t.Before(last.Time) {
 		return fmt.Errorf("revision %d at %v is before revision %d at %v", b[0].Rev, t, last.Rev, last.Time)
 	}
-	cs := make([]change[V], len(b))
-	seen := map[string]int{}
+	d := s.d
+	d.replay = append(d.replay[:0], make([]change[V], len(b))...)
+	cs := d.replay
+	var seen map[string]int // a batch's earlier write of the key; most batches have one
+	if len(b) > 1 {
+		seen = make(map[string]int, len(b))
+	}
 	for i := range b {
 		x := &b[i]
 		if x.Sec != b[0].Sec || x.Nsec != b[0].Nsec || x.Zone != b[0].Zone {
@@ -106,12 +111,15 @@ func (s *state[V]) applyBatch(b wal.Batch) error {
 		} else {
 			c.kl = s.lookupLocked(x.Key)
 		}
-		seen[x.Key] = i
+		if seen != nil {
+			seen[x.Key] = i
+		}
 		if err := s.entryOf(&c.e, x, t); err != nil {
 			return err
 		}
 	}
 	s.commitLocked(cs, t)
+	clear(cs)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package revkv
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"iter"
 	"strings"
 	"sync"
@@ -124,6 +125,10 @@ func (s *state[V]) changes(prefix string, from, to int64, yield func(Entry[V], e
 // Expiries are entries when they are written (with WithExpiryInterval(d),
 // within about d of their time).
 //
+// from above Rev()+1 waits for that revision: it yields entries from it on.
+// On a closed store it yields what history holds from from, then ErrClosed.
+// A nil ctx yields an error and ends.
+//
 // It ends when the loop breaks, yielding ctx.Err() when ctx is done,
 // ErrClosed when the store closes, and ErrCompacted (see Changes) when an
 // entry it must yield is gone; resuming from the revision after the last
@@ -133,6 +138,10 @@ func (s *state[V]) changes(prefix string, from, to int64, yield func(Entry[V], e
 // trimmed past it. A wake-up costs O(keys under the prefix).
 func (s *Store[V]) Watch(ctx context.Context, prefix string, from Revision) iter.Seq2[Entry[V], error] {
 	return func(yield func(Entry[V], error) bool) {
+		if ctx == nil {
+			yield(Entry[V]{}, keyErr("watch", prefix, "", nil, errNilContext))
+			return
+		}
 		next := int64(from)
 		if next <= 0 {
 			next = int64(s.Rev()) + 1
@@ -164,6 +173,8 @@ func (s *Store[V]) Watch(ctx context.Context, prefix string, from Revision) iter
 		}
 	}
 }
+
+var errNilContext = errors.New("nil context")
 
 // watchers wakes the watchers of the prefixes a publication touches. It
 // costs a write one atomic load while no watcher exists; with watchers,

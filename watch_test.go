@@ -262,3 +262,43 @@ func TestWatchExpiries(t *testing.T) {
 		}
 	})
 }
+
+// TestWatchBadInput: a nil ctx is an error, not a panic; from above
+// Rev()+1 waits for that revision; a closed store yields its history, then
+// ErrClosed.
+func TestWatchBadInput(t *testing.T) {
+	s := revkv.New[int]()
+	for i := range 3 {
+		_, _ = s.Put("k", i)
+	}
+	//lint:ignore SA1012 a nil context is the bad input under test
+	for _, err := range s.Watch(nil, "k", 1) { //nolint:staticcheck
+		require.ErrorContains(t, err, "nil context")
+	}
+
+	got := make(chan revkv.Revision)
+	go func() {
+		for e, err := range s.Watch(context.Background(), "k", 6) {
+			require.NoError(t, err)
+			got <- e.Rev
+			return
+		}
+	}()
+	for range 4 { // revisions 4..7: the watch starts at 6
+		_, _ = s.Put("k", 9)
+	}
+	require.Equal(t, revkv.Revision(6), <-got)
+
+	require.NoError(t, s.Close())
+	var revs []revkv.Revision
+	var last error
+	for e, err := range s.Watch(context.Background(), "k", 5) {
+		if err != nil {
+			last = err
+			break
+		}
+		revs = append(revs, e.Rev)
+	}
+	require.Equal(t, []revkv.Revision{5, 6, 7}, revs)
+	require.ErrorIs(t, last, revkv.ErrClosed)
+}

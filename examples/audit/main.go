@@ -2,12 +2,19 @@
 // what was this value at a given time, what did everything under a prefix
 // look like then, and what changed between two revisions.
 //
-//	go run ./examples/audit
+//	go run ./examples/audit                # in memory
+//	go run ./examples/audit -dir trail     # on a directory: run it twice
+//
+// With -dir the trail is kept on disk: the first run writes the day's
+// changes, and a second run finds them there after the restart and answers
+// the same questions from what it loaded.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"time"
 
@@ -15,10 +22,25 @@ import (
 )
 
 func main() {
+	dir := flag.String("dir", "", "keep the trail in this directory (run twice to see it survive a restart)")
+	flag.Parse()
 	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	now := day
-	s := revkv.New[string](revkv.WithClock(func() time.Time { return now }))
+	clock := revkv.WithClock(func() time.Time { return now })
+	s := revkv.New[string](clock)
+	if *dir != "" {
+		var err error
+		if s, err = revkv.Open(*dir, revkv.StringCodec(), clock); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	defer s.Close()
+	if s.Rev() > 0 {
+		fmt.Printf("Reopened %s: the trail holds %d revisions from the last run.\n\n", *dir, s.Rev())
+		answer(s, day)
+		return
+	}
 
 	// A day of changes to a config store.
 	changes := []struct {
@@ -48,7 +70,7 @@ func main() {
 	}
 	// 15:10: the rollback puts both keys back in one atomic step.
 	now = at("15:10")
-	rollback, err := s.Update(func(tx *revkv.Txn[string]) error {
+	_, err := s.Update(func(tx *revkv.Txn[string]) error {
 		if err := tx.Put("config/limits/api", "100"); err != nil {
 			return err
 		}
@@ -60,6 +82,21 @@ func main() {
 	now = at("15:12")
 	s.Delete("config/limits/batch")
 
+	answer(s, day)
+}
+
+// answer asks the store the auditor's questions about day.
+func answer(s *revkv.Store[string], day time.Time) {
+	at := func(hhmm string) time.Time {
+		t, _ := time.Parse("15:04", hhmm)
+		return day.Add(time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute)
+	}
+	rollback := revkv.Revision(0)
+	for _, e := range s.History("config/db/pool") {
+		if e.Time.Equal(at("15:10")) {
+			rollback = e.Rev
+		}
+	}
 	fmt.Println("Q1. What was config/limits/api at 14:02 yesterday?")
 	v, ok, err := s.GetAsOf("config/limits/api", at("14:02"))
 	fmt.Printf("    %q (found=%v, err=%v)\n", v, ok, err)
