@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +32,8 @@ func crashKey(r int64) string { return fmt.Sprint("k", r%37) }
 // revision acknowledged, and kills it with SIGKILL at a random moment, over
 // and over on one directory. After each kill the directory must open with
 // every acknowledged revision, and hold exactly the revisions 1..Rev(): no
-// gap, no torn entry, no batch in part, every value the one written.
+// gap, no torn entry, no batch in part, every value the one written. Then
+// the same with four writer goroutines sharing syncs (TestCrashConcurrent).
 func TestCrash(t *testing.T) {
 	if dir := os.Getenv("REVKV_CRASH_CHILD"); dir != "" {
 		crashChild(dir)
@@ -122,4 +124,105 @@ func crashChild(dir string) {
 		fmt.Fprintln(w, "ack", rev)
 		w.Flush()
 	}
+}
+
+// TestCrashConcurrent is TestCrash with four goroutines writing at once
+// (their syncs shared): after each SIGKILL every revision a writer was told
+// of is there, revisions are 1..Rev() once each, and each writer's writes
+// are there as a prefix of its sequence, values intact.
+func TestCrashConcurrent(t *testing.T) {
+	if dir := os.Getenv("REVKV_CRASH_CONCURRENT"); dir != "" {
+		crashConcurrentChild(dir)
+		return
+	}
+	if testing.Short() || *crashesFlag == 0 {
+		t.Skip("kill -9 cycles: run without -short")
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for cycle := range *crashesFlag {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashConcurrent$", "-test.v=false")
+		cmd.Env = append(os.Environ(), "REVKV_CRASH_CONCURRENT="+dir)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		acked := map[string]int{} // writer → its last acknowledged sequence number
+		lines := bufio.NewScanner(out)
+		deadline := time.Now().Add(time.Duration(100+rng.Intn(400)) * time.Millisecond)
+		for lines.Scan() {
+			var w string
+			var i int
+			if n, _ := fmt.Sscanf(lines.Text(), "ack %s %d", &w, &i); n == 2 {
+				acked[w] = i
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		cmd.Wait()
+
+		s, err := revkv.Open(dir, revkv.StringCodec())
+		require.NoError(t, err, "cycle %d", cycle)
+		var all []revkv.Entry[string]
+		for k := range s.Scan("") {
+			all = append(all, s.History(k)...)
+		}
+		slices.SortFunc(all, func(a, b revkv.Entry[string]) int { return int(a.Rev - b.Rev) })
+		require.Len(t, all, int(s.Rev()), "revisions 1..Rev(), each once")
+		last := map[string]int{}
+		for i, e := range all {
+			require.Equal(t, revkv.Revision(i+1), e.Rev)
+			var w string
+			var seq int
+			_, err := fmt.Sscanf(e.Value, "%s %d", &w, &seq)
+			require.NoError(t, err, "revision %d holds %q", e.Rev, e.Value)
+			require.Equal(t, fmt.Sprint(w, "/", seq%7), e.Key)
+			prev, seen := last[w]
+			if !seen {
+				prev = -1
+			}
+			require.Greater(t, seq, prev, "writer %s in order", w)
+			last[w] = seq
+		}
+		for w, i := range acked {
+			require.GreaterOrEqual(t, last[w], i, "cycle %d: writer %s's acknowledged write %d survives", cycle, w, i)
+		}
+		t.Logf("cycle %d: %d revisions, acknowledged %v", cycle, s.Rev(), acked)
+		require.NoError(t, s.Close())
+	}
+}
+
+func crashConcurrentChild(dir string) {
+	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithCheckpointBytes(256<<10))
+	if err != nil {
+		fmt.Println("open:", err)
+		os.Exit(1)
+	}
+	// Each writer goes on from its last sequence number in the store.
+	start := map[string]int{}
+	for k := range s.Scan("") {
+		for _, e := range s.History(k) {
+			var w string
+			var seq int
+			fmt.Sscanf(e.Value, "%s %d", &w, &seq)
+			start[w] = max(start[w], seq+1)
+		}
+	}
+	var mu sync.Mutex // guards stdout
+	for w := range 4 {
+		name := fmt.Sprint("w", w)
+		go func() {
+			for i := start[name]; ; i++ {
+				if _, err := s.Put(fmt.Sprint(name, "/", i%7), fmt.Sprint(name, " ", i)); err != nil {
+					fmt.Println("error:", err)
+					os.Exit(1)
+				}
+				mu.Lock()
+				fmt.Println("ack", name, i)
+				mu.Unlock()
+			}
+		}()
+	}
+	select {}
 }
