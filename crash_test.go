@@ -45,25 +45,12 @@ func TestCrash(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for cycle := range *crashesFlag {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$", "-test.v=false")
-		cmd.Env = append(os.Environ(), "REVKV_CRASH_CHILD="+dir)
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
 		acked := int64(0)
-		lines := bufio.NewScanner(out)
-		deadline := time.Now().Add(time.Duration(100+rng.Intn(400)) * time.Millisecond)
-		for lines.Scan() {
-			if r, ok := strings.CutPrefix(lines.Text(), "ack "); ok {
+		killChild(t, rng, "TestCrash", "REVKV_CRASH_CHILD="+dir, func(line string) {
+			if r, ok := strings.CutPrefix(line, "ack "); ok {
 				acked, _ = strconv.ParseInt(r, 10, 64)
 			}
-			if time.Now().After(deadline) {
-				break
-			}
-		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		cmd.Wait()
-
+		})
 		s, err := revkv.Open(dir, revkv.StringCodec())
 		require.NoError(t, err, "cycle %d", cycle)
 		require.GreaterOrEqual(t, int64(s.Rev()), acked, "cycle %d: every acknowledged revision survives", cycle)
@@ -71,6 +58,27 @@ func TestCrash(t *testing.T) {
 		t.Logf("cycle %d: %d acknowledged, %d recovered", cycle, acked, s.Rev())
 		require.NoError(t, s.Close())
 	}
+}
+
+// killChild runs test in a child process of this binary with env set,
+// hands each line it prints to line, and kills it with SIGKILL after a
+// random 100-500 ms.
+func killChild(t *testing.T, rng *rand.Rand, test, env string, line func(string)) {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v=false")
+	cmd.Env = append(os.Environ(), env)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(out)
+	deadline := time.Now().Add(time.Duration(100+rng.Intn(400)) * time.Millisecond)
+	for lines.Scan() {
+		line(lines.Text())
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
 }
 
 func checkCrashHistory(t *testing.T, s *revkv.Store[string]) {
@@ -141,27 +149,14 @@ func TestCrashConcurrent(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for cycle := range *crashesFlag {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashConcurrent$", "-test.v=false")
-		cmd.Env = append(os.Environ(), "REVKV_CRASH_CONCURRENT="+dir)
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
 		acked := map[string]int{} // writer → its last acknowledged sequence number
-		lines := bufio.NewScanner(out)
-		deadline := time.Now().Add(time.Duration(100+rng.Intn(400)) * time.Millisecond)
-		for lines.Scan() {
+		killChild(t, rng, "TestCrashConcurrent", "REVKV_CRASH_CONCURRENT="+dir, func(line string) {
 			var w string
 			var i int
-			if n, _ := fmt.Sscanf(lines.Text(), "ack %s %d", &w, &i); n == 2 {
+			if n, _ := fmt.Sscanf(line, "ack %s %d", &w, &i); n == 2 {
 				acked[w] = i
 			}
-			if time.Now().After(deadline) {
-				break
-			}
-		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		cmd.Wait()
-
+		})
 		s, err := revkv.Open(dir, revkv.StringCodec())
 		require.NoError(t, err, "cycle %d", cycle)
 		var all []revkv.Entry[string]

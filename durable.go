@@ -151,19 +151,7 @@ func (d *durability[V]) start(s *state[V]) {
 	}()
 	if s.opts.sync == SyncInterval {
 		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			tick := time.NewTicker(s.opts.syncInterval)
-			defer tick.Stop()
-			for {
-				select {
-				case <-s.stop:
-					return
-				case <-tick.C:
-					d.sync()
-				}
-			}
-		}()
+		go s.every(s.opts.syncInterval, func() { d.sync() }) // the syncer
 	}
 }
 

@@ -63,17 +63,18 @@ func (s *state[V]) purgeDurable() int {
 	}
 }
 
-// expire is the expirer goroutine (WithExpiryInterval).
-func (s *state[V]) expire(every time.Duration) {
+// every is a background goroutine's loop: f every d until the store stops.
+// The caller has counted the goroutine in s.bg.
+func (s *state[V]) every(d time.Duration, f func()) {
 	defer s.bg.Done()
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(d)
 	defer tick.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-tick.C:
-			s.purge()
+			f()
 		}
 	}
 }

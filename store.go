@@ -128,7 +128,7 @@ func (st *state[V]) start() *Store[V] {
 	o := st.opts
 	if d := o.expiryInterval; d > 0 {
 		st.bg.Add(1)
-		go st.expire(d)
+		go st.every(d, func() { st.purge() }) // the expirer
 	}
 	if d := o.trimInterval; d > 0 {
 		t := trimmer.New[*keyLog[V]](trimTarget[V]{st}, trimmer.Config{Interval: d, Sample: o.trimSample}, nil)
