@@ -391,7 +391,7 @@ func FuzzOpen(f *testing.F) {
 		if len(snap) > 0 {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, wal.SnapshotName(20)), snap, 0o644))
 		}
-		s, err := revkv.Open(dir, revkv.JSONCodec[int](), revkv.WithMaxHistory(2))
+		s, err := revkv.Open(dir, revkv.JSONCodec[int](), revkv.WithMaxHistory(2), revkv.WithSync(revkv.SyncNever))
 		if err != nil {
 			return
 		}
