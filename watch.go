@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,9 +183,10 @@ var errNilContext = errors.New("nil context")
 // channel per group woken: nothing for watchers of other prefixes.
 type watchers struct {
 	n      atomic.Int64 // watchers joined
-	mu     sync.Mutex   // guards groups and lens; taken alone, or after state.mu
+	mu     sync.Mutex   // guards groups, perLen and lens; taken alone, or after state.mu
 	groups map[string]*watchGroup
-	lens   []int // the distinct lengths of the prefixes in groups
+	perLen map[int]int // prefix length → how many groups have it
+	lens   []int       // the keys of perLen: the distinct lengths of the prefixes
 }
 
 // watchGroup is the watchers of one prefix. ch is closed, and replaced, at
@@ -198,13 +200,15 @@ func (w *watchers) join(prefix string) *watchGroup {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.groups == nil {
-		w.groups = map[string]*watchGroup{}
+		w.groups, w.perLen = map[string]*watchGroup{}, map[int]int{}
 	}
 	g := w.groups[prefix]
 	if g == nil {
 		g = &watchGroup{ch: make(chan struct{})}
 		w.groups[prefix] = g
-		w.lens = lengthsOf(w.groups)
+		if w.perLen[len(prefix)]++; w.perLen[len(prefix)] == 1 {
+			w.lens = append(w.lens, len(prefix))
+		}
 	}
 	g.members++
 	w.n.Add(1)
@@ -217,20 +221,11 @@ func (w *watchers) leave(prefix string, g *watchGroup) {
 	w.n.Add(-1)
 	if g.members--; g.members == 0 {
 		delete(w.groups, prefix)
-		w.lens = lengthsOf(w.groups)
-	}
-}
-
-func lengthsOf(groups map[string]*watchGroup) []int {
-	seen := map[int]bool{}
-	var out []int
-	for p := range groups {
-		if !seen[len(p)] {
-			seen[len(p)] = true
-			out = append(out, len(p))
+		if w.perLen[len(prefix)]--; w.perLen[len(prefix)] == 0 {
+			delete(w.perLen, len(prefix))
+			w.lens = slices.DeleteFunc(w.lens, func(n int) bool { return n == len(prefix) })
 		}
 	}
-	return out
 }
 
 func (w *watchers) wait(g *watchGroup) <-chan struct{} {

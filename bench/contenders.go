@@ -240,6 +240,15 @@ type etcdStore struct {
 }
 
 func newEtcd() *etcdStore {
+	e, _ := newEtcdStore(false)
+	return e
+}
+
+// newEtcdWatchable is etcd's store with its watchers (mvcc.New, as the etcd
+// server runs it), and the store itself as an etcdStore.
+func newEtcdWatchable() (*etcdStore, mvcc.WatchableKV) { return newEtcdStore(true) }
+
+func newEtcdStore(watchable bool) (*etcdStore, mvcc.WatchableKV) {
 	base := "/dev/shm"
 	if _, err := os.Stat(base); err != nil {
 		base = os.TempDir()
@@ -253,7 +262,11 @@ func newEtcd() *etcdStore {
 	cfg := backend.DefaultBackendConfig(zap.NewNop())
 	cfg.Path = filepath.Join(dir, "database")
 	be := backend.New(cfg)
-	return &etcdStore{kv: mvcc.NewStore(zap.NewNop(), be, &lease.FakeLessor{}, mvcc.StoreConfig{}), be: be, dir: dir}
+	if watchable {
+		w := mvcc.New(zap.NewNop(), be, &lease.FakeLessor{}, mvcc.StoreConfig{})
+		return &etcdStore{kv: w, be: be, dir: dir}, w
+	}
+	return &etcdStore{kv: mvcc.NewStore(zap.NewNop(), be, &lease.FakeLessor{}, mvcc.StoreConfig{}), be: be, dir: dir}, nil
 }
 
 func (e *etcdStore) Put(k string, v []byte) {
