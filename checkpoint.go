@@ -3,6 +3,7 @@ package revkv
 import (
 	"time"
 
+	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/wal"
 )
 
@@ -86,7 +87,7 @@ func (s *state[V]) checkpoint() error {
 			k.Entries = append(k.Entries, wal.Entry{})
 			x := &k.Entries[len(k.Entries)-1]
 			logEntry(x, kl.key, &es[i], es[i].Time(&s.zones))
-			if es[i].Op == 1 {
+			if es[i].Op == revlog.Put {
 				start := len(vals)
 				if vals, err = d.codec.Encode(vals, es[i].Value); err != nil {
 					break

@@ -203,8 +203,10 @@ func (s *state[V]) refreshSlotLocked(kl *keyLog[V]) {
 // the cap.
 func (s *state[V]) trimIfOverLocked(kl *keyLog[V]) {
 	if n := s.opts.maxHistory; n > 0 && kl.log.Len()-kl.drop > 2*n {
-		if d := s.d; d != nil && (d.replaying || d.draining) {
-			s.deferTrimLocked(kl) // replaying: the log says what was cut
+		if d := s.d; d != nil && d.replaying {
+			return // the log says what was cut
+		} else if d != nil && d.draining {
+			s.deferTrimLocked(kl)
 			return
 		}
 		s.trimKeyLocked(kl)
@@ -217,9 +219,6 @@ func (s *state[V]) trimIfOverLocked(kl *keyLog[V]) {
 // theirs, while the cap cuts exactly where it would without a drain.
 func (s *state[V]) deferTrimLocked(kl *keyLog[V]) {
 	d := s.d
-	if d.replaying {
-		return
-	}
 	es := kl.log.Entries()[kl.drop:]
 	drop := len(es) - max(s.opts.maxHistory, 1)
 	if i := sort.Search(len(es), func(i int) bool { return es[i].Rev > s.oldestPin }) - 1; i < drop {

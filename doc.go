@@ -161,7 +161,8 @@
 // # Edge inputs
 //
 // Every input gets a defined answer, never a panic, and a failed call
-// changes nothing already stored (TestHostileInput checks each line):
+// changes nothing already stored (TestHostileInput checks each line, and
+// TestExpiryAtTheLastInstant the expiry at the last instant):
 //
 //	input                                    answer
 //	key "", 1 MiB long, or not UTF-8         an ordinary key; Scan orders keys byte-wise

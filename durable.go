@@ -351,9 +351,7 @@ func (s *state[V]) runRequest(r *request[V]) {
 			r.panicked = p
 		}
 	}()
-	switch {
-	case s.d.err() != nil:
-		r.err = s.d.err()
+	switch { // drain checked the store's failure before the call
 	case r.run != nil:
 		r.rev, r.err = r.run()
 	default:
@@ -405,7 +403,7 @@ func (s *state[V]) logLocked(kind wal.Kind, payload []byte) {
 	}
 }
 
-// logEntry fills x with e, of key, at time t.
+// logEntry fills x with e, of key, at time t; the caller sets the value.
 func logEntry[V any](x *wal.Entry, key string, e *revlog.Entry[V], t time.Time) {
 	_, off := t.Zone()
 	name := t.Location().String()
@@ -416,7 +414,7 @@ func logEntry[V any](x *wal.Entry, key string, e *revlog.Entry[V], t time.Time) 
 		name = "Local"
 	}
 	*x = wal.Entry{Key: key, Op: uint8(e.Op), Rev: e.Rev, Sec: t.Unix(), Nsec: int32(t.Nanosecond()),
-		Zone: name, Offset: int32(off), HasTTL: e.HasTTL, Expires: e.Expires, Value: x.Value[:0]}
+		Zone: name, Offset: int32(off), HasTTL: e.HasTTL, Expires: e.Expires}
 }
 
 // logBatchLocked logs the changes a commit is about to write, at the

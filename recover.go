@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/revkv/revkv/mvcc"
@@ -93,7 +94,7 @@ func (s *state[V]) applyBatch(b wal.Batch) error {
 		return fmt.Errorf("revision %d at %v is before revision %d at %v", b[0].Rev, t, last.Rev, last.Time)
 	}
 	d := s.d
-	d.replay = append(d.replay[:0], make([]change[V], len(b))...)
+	d.replay = slices.Grow(d.replay[:0], len(b))[:len(b)] // cleared after each batch
 	cs := d.replay
 	var seen map[string]int // a batch's earlier write of the key; most batches have one
 	if len(b) > 1 {
@@ -233,7 +234,7 @@ func (s *state[V]) restoreState(st *wal.State) error {
 			return fmt.Errorf("the time of revision %d goes back", st.Base+int64(i))
 		}
 	}
-	s.order.Restore(instantTime(st.First), st.Base, times, mvccStamp(st.Last, instantTime(st.LastTime)))
+	s.order.Restore(instantTime(st.First), st.Base, times, mvcc.Stamp{Rev: st.Last, Time: instantTime(st.LastTime)})
 	if st.CompactRev > 0 {
 		s.compactRev = st.CompactRev
 		s.compaction.Store(&mark{rev: st.CompactRev, time: instantTime(st.Compacted)})
@@ -282,5 +283,3 @@ func (s *state[V]) restoreKey(k *wal.Key) error {
 	}
 	return nil
 }
-
-func mvccStamp(rev int64, t time.Time) mvcc.Stamp { return mvcc.Stamp{Rev: rev, Time: t} }
