@@ -66,7 +66,7 @@ func (s *state[V]) checkpoint() error {
 	keys := s.tree.Clone()
 	s.mu.Unlock()
 
-	w, err := wal.CreateSnapshot(d.dir, h.Rev, wal.AppendState(nil, &st))
+	w, err := wal.CreateSnapshot(d.fs, d.dir, h.Rev, wal.AppendState(nil, &st))
 	if err != nil {
 		return err
 	}
@@ -110,10 +110,10 @@ func (s *state[V]) checkpoint() error {
 	if err := w.Commit(); err != nil {
 		return err
 	}
-	if err := wal.RemoveBefore(d.dir, h.Rev+1); err != nil {
+	if err := wal.RemoveBefore(d.fs, d.dir, h.Rev+1); err != nil {
 		return err
 	}
-	return wal.RemoveSnapshotsBefore(d.dir, h.Rev)
+	return wal.RemoveSnapshotsBefore(d.fs, d.dir, h.Rev)
 }
 
 func instantOf(t time.Time) wal.Instant {

@@ -60,6 +60,9 @@ func (s *Store[V]) Compact(rev Revision) error {
 	keys := s.tree.Clone()
 	s.mu.Unlock()
 	s.walk(keys, s.compactKeyLocked)
+	if err := s.syncUpkeep(); err != nil {
+		return revErr("compact", rev, "at", rev, err)
+	}
 	return nil
 }
 
@@ -82,7 +85,20 @@ func (s *Store[V]) Trim() int {
 	}
 	keys := s.tree.Clone()
 	s.mu.Unlock()
-	return s.walk(keys, s.upkeepKeyLocked)
+	n := s.walk(keys, s.upkeepKeyLocked)
+	s.syncUpkeep() // a failure stops writes, and Close returns it
+	return n
+}
+
+// syncUpkeep makes a Compact or Trim durable before it returns, under
+// SyncAlways: what a call did is on stable storage when it returns, as for
+// writes. (Trims of the background trimmer wait for the next sync: a crash
+// that undoes one only keeps more history, which the next pass cuts.)
+func (s *state[V]) syncUpkeep() error {
+	if s.d == nil || s.opts.sync != SyncAlways {
+		return nil
+	}
+	return s.d.sync()
 }
 
 // compactByRetentionLocked applies WithRetention: it compacts at the last
@@ -232,8 +248,20 @@ func (s *state[V]) deferTrimLocked(kl *keyLog[V]) {
 	}
 }
 
+// logDeferredTrimsLocked logs the cuts deferTrimLocked counted, in the
+// drain's own write, so that they are synced with the revisions that made
+// them: a crash never keeps a drain's writes without its cuts. Pins cannot
+// change before they are applied: the drain holds mu throughout.
+func (s *state[V]) logDeferredTrimsLocked() {
+	for _, kl := range s.d.trims {
+		es := kl.log.Entries()
+		t := wal.Trim{Key: kl.key, Count: true, Lo: es[kl.drop].Rev, Dropped: max(kl.log.Dropped(), es[kl.drop-1].Rev)}
+		s.logLocked(wal.KindTrim, wal.AppendTrim(nil, t))
+	}
+}
+
 // applyDeferredTrimsLocked drops what deferTrimLocked counted, once the
-// drain is published.
+// drain is published; logDeferredTrimsLocked logged it.
 func (s *state[V]) applyDeferredTrimsLocked() {
 	d := s.d
 	for _, kl := range d.trims {
@@ -243,7 +271,6 @@ func (s *state[V]) applyDeferredTrimsLocked() {
 		kl.mu.Unlock()
 		kl.drop = 0
 		s.refreshSlotLocked(kl)
-		s.logTrimLocked(kl, false, true)
 		if lo > s.trimFloor {
 			s.trimFloor = lo
 			s.publishFloorLocked()

@@ -2,12 +2,13 @@ package revkv
 
 import (
 	"errors"
-	"os"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/vfs"
 	"github.com/revkv/revkv/wal"
 )
 
@@ -38,7 +39,8 @@ import (
 type durability[V any] struct {
 	dir   string
 	codec Codec[V]
-	lock  *os.File    // holds the directory's lock until close
+	fs    vfs.FS
+	lock  io.Closer   // holds the directory's lock until close
 	w     *wal.Writer // written under state.mu; Sync may run beside
 
 	// qmu guards queue and leading. It is taken alone, never with mu.
@@ -106,22 +108,22 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	if codec == nil {
 		return fail(errors.New("nil codec"))
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := o.fs.MkdirAll(dir); err != nil {
 		return fail(err)
 	}
-	lock, err := wal.Lock(dir)
-	if errors.Is(err, wal.ErrLocked) {
+	lock, err := o.fs.Lock(dir)
+	if errors.Is(err, vfs.ErrLocked) {
 		return fail(ErrLocked)
 	}
 	if err != nil {
 		return fail(err)
 	}
 	st := newState[V](o)
-	d := &durability[V]{dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1)}
+	d := &durability[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1)}
 	st.d = d
 	tail, err := st.recover()
 	if err == nil {
-		d.w, err = wal.OpenWriter(dir, tail, st.order.Next())
+		d.w, err = wal.OpenWriter(o.fs, dir, tail, st.order.Next())
 	}
 	if err != nil {
 		lock.Close()
@@ -306,6 +308,9 @@ func (s *state[V]) drain(batch []*request[V], self *request[V], mine func()) {
 		}
 	}
 	err := d.err()
+	if err == nil {
+		s.logDeferredTrimsLocked()
+	}
 	if err == nil && d.w.Buffered() > 0 {
 		var n int
 		n, err = d.w.Flush(s.order.Next())

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/vfs"
 	"github.com/revkv/revkv/wal"
 )
 
@@ -192,7 +193,7 @@ func TestExpiryDuringDowntime(t *testing.T) {
 
 // faultFile fails writes or syncs on demand and counts syncs.
 type faultFile struct {
-	wal.File
+	vfs.File
 	failWrite, failSync *atomic.Bool
 	syncs               *atomic.Int64
 }
@@ -217,7 +218,7 @@ type faults struct {
 	syncs               atomic.Int64
 }
 
-func (fs *faults) wrap(f wal.File) wal.File {
+func (fs *faults) wrap(f vfs.File) vfs.File {
 	return faultFile{File: f, failWrite: &fs.failWrite, failSync: &fs.failSync, syncs: &fs.syncs}
 }
 

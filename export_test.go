@@ -5,7 +5,7 @@ import (
 	"reflect"
 
 	"github.com/revkv/revkv/revlog"
-	"github.com/revkv/revkv/wal"
+	"github.com/revkv/revkv/vfs"
 )
 
 // Check verifies the store's internal invariants, as bbolt's tx.Check does;
@@ -115,7 +115,7 @@ func checkLog[V any](key string, es []revlog.Entry[V], head int64, zones *revlog
 
 // InjectFaults makes a store on a directory write its log through wrap, for
 // tests of failing writes and syncs, and of how many syncs writers share.
-func InjectFaults[V any](s *Store[V], wrap func(wal.File) wal.File) {
+func InjectFaults[V any](s *Store[V], wrap func(vfs.File) vfs.File) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.d.w.Inject(wrap)

@@ -3,6 +3,8 @@ package revkv
 import (
 	"fmt"
 	"time"
+
+	"github.com/revkv/revkv/vfs"
 )
 
 // Option configures a Store; pass options to New.
@@ -12,6 +14,7 @@ type options struct {
 	sync            SyncMode
 	syncInterval    time.Duration
 	checkpointBytes int64
+	fs              vfs.FS
 	clock           func() time.Time
 	expiryInterval  time.Duration
 	maxHistory      int
@@ -100,16 +103,27 @@ func WithCheckpointBytes(n int64) Option {
 	return func(o *options) { o.checkpointBytes = n }
 }
 
+// WithFS makes Open keep the store's files in fs instead of the operating
+// system's file system; New ignores it. vfs.NewMem gives one in memory that
+// can crash, losing what was not synced, and fail on demand: for tests of
+// code that uses a durable store, and of the store itself. A nil fs makes
+// Open panic.
+func WithFS(fs vfs.FS) Option {
+	return func(o *options) { o.fs = fs }
+}
+
 // build applies opts over the defaults and panics, naming the option, on a
 // value no store can honour: that is a programming error, not bad input.
 func build(opts []Option) options {
-	o := options{clock: time.Now, trimSample: 20, syncInterval: time.Second, checkpointBytes: 64 << 20}
+	o := options{clock: time.Now, trimSample: 20, syncInterval: time.Second, checkpointBytes: 64 << 20, fs: vfs.OS}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	switch {
 	case o.clock == nil:
 		panic("revkv: WithClock: nil clock")
+	case o.fs == nil:
+		panic("revkv: WithFS: nil file system")
 	case o.expiryInterval < 0:
 		panic(fmt.Sprintf("revkv: WithExpiryInterval: negative interval %v", o.expiryInterval))
 	case o.maxHistory < 0:

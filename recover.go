@@ -24,14 +24,14 @@ func (s *state[V]) recover() (wal.Tail, error) {
 	defer func() { d.replaying = false }()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snaps, err := wal.Snapshots(d.dir)
+	snaps, err := wal.Snapshots(d.fs, d.dir)
 	if err != nil {
 		return wal.Tail{}, err
 	}
 	from := int64(1)
 	if n := len(snaps); n > 0 {
 		at := snaps[n-1]
-		if err := wal.ReadSnapshot(d.dir, at, s.applySnapshotRecord); err != nil {
+		if err := wal.ReadSnapshot(d.fs, d.dir, at, s.applySnapshotRecord); err != nil {
 			return wal.Tail{}, err
 		}
 		if s.order.Last().Rev != at {
@@ -39,7 +39,7 @@ func (s *state[V]) recover() (wal.Tail, error) {
 		}
 		from = at + 1
 	}
-	return wal.Replay(d.dir, from, s.applyLogRecord)
+	return wal.Replay(d.fs, d.dir, from, s.applyLogRecord)
 }
 
 func (s *state[V]) applyLogRecord(kind wal.Kind, p []byte) error {

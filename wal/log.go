@@ -3,7 +3,6 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/revkv/revkv/vfs"
 )
 
 // A log is a sequence of segment files in one directory, each named by
@@ -25,18 +26,18 @@ const logExt = ".log"
 func SegmentName(rev int64) string { return fmt.Sprintf("%016x%s", rev, logExt) }
 
 // Segments returns the first revisions of dir's segments, in order.
-func Segments(dir string) ([]int64, error) {
-	return listFiles(dir, logExt)
+func Segments(fs vfs.FS, dir string) ([]int64, error) {
+	return listFiles(fs, dir, logExt)
 }
 
-func listFiles(dir, ext string) ([]int64, error) {
-	des, err := os.ReadDir(dir)
+func listFiles(fs vfs.FS, dir, ext string) ([]int64, error) {
+	names, err := fs.List(dir)
 	if err != nil {
 		return nil, err
 	}
 	var revs []int64
-	for _, de := range des {
-		name, ok := strings.CutSuffix(de.Name(), ext)
+	for _, n := range names {
+		name, ok := strings.CutSuffix(n, ext)
 		if !ok || len(name) != 16 {
 			continue
 		}
@@ -80,8 +81,8 @@ type Tail struct {
 // *Corruption; a last record that is incomplete, or whole with a checksum
 // that does not match and nothing after it, is the torn tail of a crash:
 // Replay stops before it and says so in Tail. It changes nothing on disk.
-func Replay(dir string, from int64, fn func(kind Kind, payload []byte) error) (Tail, error) {
-	segs, err := Segments(dir)
+func Replay(fs vfs.FS, dir string, from int64, fn func(kind Kind, payload []byte) error) (Tail, error) {
+	segs, err := Segments(fs, dir)
 	tail := Tail{Segment: -1}
 	if err != nil {
 		return tail, err
@@ -92,7 +93,7 @@ func Replay(dir string, from int64, fn func(kind Kind, payload []byte) error) (T
 			continue
 		}
 		name := filepath.Join(dir, SegmentName(first))
-		data, err := os.ReadFile(name)
+		data, err := fs.ReadFile(name)
 		if err != nil {
 			return tail, err
 		}
@@ -155,15 +156,19 @@ func allZero(b []byte) bool {
 // failed write or sync every later call returns the same error: what
 // reached the file is unknown, so nothing more may be written after it.
 type Writer struct {
+	fs   vfs.FS
 	dir  string
-	f    File            // replaced by Rotate under syncMu
-	wrap func(File) File // set by Inject
+	f    vfs.File                // replaced by Rotate under syncMu
+	wrap func(vfs.File) vfs.File // set by Inject
 
 	buf []byte // records buffered for the next Flush
 	// syncMu is held across an fsync and across a segment switch, so that
 	// a Sync never meets a file Rotate closed.
 	syncMu sync.Mutex
 	err    atomic.Pointer[error]
+	// dirty is set by each write and cleared by the Sync that covers it,
+	// so that a Sync with nothing new to sync costs nothing.
+	dirty atomic.Bool
 	// size is the length of the segment, buffered records excluded.
 	size int64
 	// SegmentSize is the size past which Append starts a new segment.
@@ -176,8 +181,8 @@ const DefaultSegmentSize = 64 << 20
 // OpenWriter returns a writer appending to dir's log after tail (what Replay
 // returned): it cuts a torn tail, and starts the first segment at next if
 // there is none.
-func OpenWriter(dir string, tail Tail, next int64) (*Writer, error) {
-	w := &Writer{dir: dir, SegmentSize: DefaultSegmentSize}
+func OpenWriter(fs vfs.FS, dir string, tail Tail, next int64) (*Writer, error) {
+	w := &Writer{fs: fs, dir: dir, SegmentSize: DefaultSegmentSize}
 	if tail.Segment < 0 {
 		if err := w.create(next); err != nil {
 			return nil, err
@@ -185,14 +190,14 @@ func OpenWriter(dir string, tail Tail, next int64) (*Writer, error) {
 		return w, nil
 	}
 	name := filepath.Join(dir, SegmentName(tail.Segment))
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	f, err := fs.OpenAppend(name)
 	if err != nil {
 		return nil, err
 	}
 	if tail.Size < headerSize {
 		// Created but its header never reached the disk: start it again.
 		if err := f.Truncate(0); err == nil {
-			_, err = f.WriteAt(fileHeader(magicLog), 0)
+			_, err = f.Write(fileHeader(magicLog))
 		}
 		if err == nil {
 			err = f.Sync()
@@ -212,10 +217,6 @@ func OpenWriter(dir string, tail Tail, next int64) (*Writer, error) {
 			return nil, err
 		}
 	}
-	if _, err := f.Seek(tail.Size, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
 	w.f, w.size = f, tail.Size
 	return w, nil
 }
@@ -225,7 +226,7 @@ func OpenWriter(dir string, tail Tail, next int64) (*Writer, error) {
 // is the only user.
 func (w *Writer) create(rev int64) error {
 	name := filepath.Join(w.dir, SegmentName(rev))
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := w.fs.Create(name)
 	if err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func (w *Writer) create(rev int64) error {
 		err = f.Sync()
 	}
 	if err == nil {
-		err = SyncDir(w.dir)
+		err = w.fs.SyncDir(w.dir)
 	}
 	if err != nil {
 		f.Close()
@@ -243,6 +244,7 @@ func (w *Writer) create(rev int64) error {
 		w.f.Close()
 	}
 	w.f, w.size = f, headerSize
+	w.dirty.Store(false) // the old segment was synced by Rotate, the new one by us
 	if w.wrap != nil {
 		w.f = w.wrap(w.f)
 	}
@@ -283,6 +285,7 @@ func (w *Writer) Flush(next int64) (int, error) {
 	n, err := w.f.Write(w.buf)
 	w.size += int64(n)
 	w.buf = w.buf[:0]
+	w.dirty.Store(true)
 	if err != nil {
 		return n, w.fail(err)
 	}
@@ -309,6 +312,9 @@ func (w *Writer) Sync() error {
 	}
 	if w.f == nil {
 		return os.ErrClosed
+	}
+	if !w.dirty.Swap(false) {
+		return nil
 	}
 	if err := w.f.Sync(); err != nil {
 		return w.fail(err)
@@ -345,18 +351,9 @@ func (w *Writer) Rotate(rev int64) error {
 	return nil
 }
 
-// File is what a Writer writes a segment through: an *os.File, or what a
-// test wraps it in.
-type File interface {
-	io.Writer
-	Sync() error
-	Close() error
-	Name() string
-}
-
 // Inject makes the writer write every segment, the current one and those
 // it starts, through wrap(file): for tests that inject failures.
-func (w *Writer) Inject(wrap func(File) File) {
+func (w *Writer) Inject(wrap func(vfs.File) vfs.File) {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
 	w.wrap = wrap
@@ -366,30 +363,17 @@ func (w *Writer) Inject(wrap func(File) File) {
 // RemoveBefore deletes the segments that end before rev: every segment but
 // the one holding rev and those after it. The caller guarantees a durable
 // snapshot covers everything below rev.
-func RemoveBefore(dir string, rev int64) error {
-	segs, err := Segments(dir)
+func RemoveBefore(fs vfs.FS, dir string, rev int64) error {
+	segs, err := Segments(fs, dir)
 	if err != nil {
 		return err
 	}
 	for i := 0; i+1 < len(segs) && segs[i+1] <= rev; i++ {
-		if err := os.Remove(filepath.Join(dir, SegmentName(segs[i]))); err != nil {
+		if err := fs.Remove(filepath.Join(dir, SegmentName(segs[i]))); err != nil {
 			return err
 		}
 	}
-	return SyncDir(dir)
-}
-
-// SyncDir makes dir's entries (files created, renamed, removed) durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fs.SyncDir(dir)
 }
 
 // Current returns the first revision of the segment being written.

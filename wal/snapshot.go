@@ -2,8 +2,10 @@ package wal
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/revkv/revkv/vfs"
 )
 
 // A snapshot is one file, named by the revision it holds the state at (16
@@ -21,26 +23,27 @@ const (
 func SnapshotName(rev int64) string { return fmt.Sprintf("%016x%s", rev, snapExt) }
 
 // Snapshots returns the revisions of dir's snapshots, in order.
-func Snapshots(dir string) ([]int64, error) { return listFiles(dir, snapExt) }
+func Snapshots(fs vfs.FS, dir string) ([]int64, error) { return listFiles(fs, dir, snapExt) }
 
 // SnapshotWriter writes one snapshot.
 type SnapshotWriter struct {
+	fs       vfs.FS
 	dir, tmp string
 	rev      int64
-	f        *os.File
+	f        vfs.File
 	buf      []byte
 	n        uint64 // records written after the state
 	err      error
 }
 
 // CreateSnapshot starts the snapshot at rev, with the state record's payload.
-func CreateSnapshot(dir string, rev int64, state []byte) (*SnapshotWriter, error) {
+func CreateSnapshot(fs vfs.FS, dir string, rev int64, state []byte) (*SnapshotWriter, error) {
 	tmp := filepath.Join(dir, SnapshotName(rev)+tmpExt)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fs.Create(tmp)
 	if err != nil {
 		return nil, err
 	}
-	w := &SnapshotWriter{dir: dir, tmp: tmp, rev: rev, f: f, buf: fileHeader(magicSnap)}
+	w := &SnapshotWriter{fs: fs, dir: dir, tmp: tmp, rev: rev, f: f, buf: fileHeader(magicSnap)}
 	w.buf = appendFrame(w.buf, KindState, state)
 	return w, nil
 }
@@ -78,13 +81,13 @@ func (w *SnapshotWriter) Commit() error {
 		w.err = err
 	}
 	if w.err == nil {
-		w.err = os.Rename(w.tmp, filepath.Join(w.dir, SnapshotName(w.rev)))
+		w.err = w.fs.Rename(w.tmp, filepath.Join(w.dir, SnapshotName(w.rev)))
 	}
 	if w.err == nil {
-		w.err = SyncDir(w.dir)
+		w.err = w.fs.SyncDir(w.dir)
 	}
 	if w.err != nil {
-		os.Remove(w.tmp)
+		w.fs.Remove(w.tmp)
 	}
 	return w.err
 }
@@ -92,16 +95,16 @@ func (w *SnapshotWriter) Commit() error {
 // Abort gives the snapshot up and removes its temporary file.
 func (w *SnapshotWriter) Abort() {
 	w.f.Close()
-	os.Remove(w.tmp)
+	w.fs.Remove(w.tmp)
 }
 
 // ReadSnapshot reads the snapshot at rev: fn gets the state record first,
 // then every other record. A snapshot that is damaged, of an unknown
 // version, or without its KindEnd record (or with more after it) is a
 // *Corruption.
-func ReadSnapshot(dir string, rev int64, fn func(kind Kind, payload []byte) error) error {
+func ReadSnapshot(fs vfs.FS, dir string, rev int64, fn func(kind Kind, payload []byte) error) error {
 	name := filepath.Join(dir, SnapshotName(rev))
-	data, err := os.ReadFile(name)
+	data, err := fs.ReadFile(name)
 	if err != nil {
 		return err
 	}
@@ -146,21 +149,26 @@ func ReadSnapshot(dir string, rev int64, fn func(kind Kind, payload []byte) erro
 
 // RemoveSnapshotsBefore deletes the snapshots below rev and any temporary
 // files a crash left behind.
-func RemoveSnapshotsBefore(dir string, rev int64) error {
-	revs, err := Snapshots(dir)
+func RemoveSnapshotsBefore(fs vfs.FS, dir string, rev int64) error {
+	revs, err := Snapshots(fs, dir)
 	if err != nil {
 		return err
 	}
 	for _, r := range revs {
 		if r < rev {
-			if err := os.Remove(filepath.Join(dir, SnapshotName(r))); err != nil {
+			if err := fs.Remove(filepath.Join(dir, SnapshotName(r))); err != nil {
 				return err
 			}
 		}
 	}
-	tmps, _ := filepath.Glob(filepath.Join(dir, "*"+snapExt+tmpExt))
-	for _, t := range tmps {
-		os.Remove(t)
+	names, err := fs.List(dir)
+	if err != nil {
+		return err
 	}
-	return SyncDir(dir)
+	for _, n := range names {
+		if strings.HasSuffix(n, snapExt+tmpExt) {
+			fs.Remove(filepath.Join(dir, n))
+		}
+	}
+	return fs.SyncDir(dir)
 }

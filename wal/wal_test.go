@@ -2,12 +2,12 @@ package wal
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/revkv/revkv/vfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -56,7 +56,7 @@ func TestPayloadsRoundTrip(t *testing.T) {
 // every few records, and returns the payloads.
 func writeLog(t *testing.T, dir string, n int) [][]byte {
 	t.Helper()
-	w, err := OpenWriter(dir, Tail{Segment: -1}, 1)
+	w, err := OpenWriter(vfs.OS, dir, Tail{Segment: -1}, 1)
 	require.NoError(t, err)
 	w.SegmentSize = 200
 	var ps [][]byte
@@ -72,7 +72,7 @@ func writeLog(t *testing.T, dir string, n int) [][]byte {
 
 func replayAll(dir string) ([][]byte, Tail, error) {
 	var got [][]byte
-	tail, err := Replay(dir, 0, func(k Kind, p []byte) error {
+	tail, err := Replay(vfs.OS, dir, 0, func(k Kind, p []byte) error {
 		if k != KindBatch {
 			return fmt.Errorf("kind %d", k)
 		}
@@ -85,7 +85,7 @@ func replayAll(dir string) ([][]byte, Tail, error) {
 func TestLogReplaysInOrderAcrossSegments(t *testing.T) {
 	dir := t.TempDir()
 	want := writeLog(t, dir, 40)
-	segs, err := Segments(dir)
+	segs, err := Segments(vfs.OS, dir)
 	require.NoError(t, err)
 	require.Greater(t, len(segs), 3, "rotation made several segments")
 	got, tail, err := replayAll(dir)
@@ -94,7 +94,7 @@ func TestLogReplaysInOrderAcrossSegments(t *testing.T) {
 	require.False(t, tail.Torn)
 
 	// A writer reopened after the tail goes on appending.
-	w, err := OpenWriter(dir, tail, 41)
+	w, err := OpenWriter(vfs.OS, dir, tail, 41)
 	require.NoError(t, err)
 	p := AppendBatch(nil, testBatch(41, 1))
 	require.NoError(t, w.Append(KindBatch, p, 42))
@@ -106,7 +106,7 @@ func TestLogReplaysInOrderAcrossSegments(t *testing.T) {
 
 	// Skipping: segments wholly below from are not read.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, SegmentName(segs[0])), []byte("garbage"), 0o644))
-	_, err = Replay(dir, segs[2], func(Kind, []byte) error { return nil })
+	_, err = Replay(vfs.OS, dir, segs[2], func(Kind, []byte) error { return nil })
 	require.NoError(t, err, "the damaged first segment is below from")
 }
 
@@ -116,7 +116,7 @@ func TestLogReplaysInOrderAcrossSegments(t *testing.T) {
 func TestTornTailAtEveryByte(t *testing.T) {
 	base := t.TempDir()
 	want := writeLog(t, base, 6)
-	segs, _ := Segments(base)
+	segs, _ := Segments(vfs.OS, base)
 	lastName := SegmentName(segs[len(segs)-1])
 	full, err := os.ReadFile(filepath.Join(base, lastName))
 	require.NoError(t, err)
@@ -133,7 +133,7 @@ func TestTornTailAtEveryByte(t *testing.T) {
 		after, _ := os.ReadFile(name)
 		require.Len(t, after, cut, "Replay changes nothing")
 
-		w, err := OpenWriter(dir, tail, 6)
+		w, err := OpenWriter(vfs.OS, dir, tail, 6)
 		require.NoError(t, err)
 		require.NoError(t, w.Append(KindBatch, want[len(want)-1], 7))
 		require.NoError(t, w.Close())
@@ -162,7 +162,7 @@ func copyDir(t *testing.T, from, to string) {
 func TestDamageIsCorrupt(t *testing.T) {
 	base := t.TempDir()
 	writeLog(t, base, 12)
-	segs, _ := Segments(base)
+	segs, _ := Segments(vfs.OS, base)
 	for _, tc := range []struct {
 		name string
 		seg  int
@@ -178,7 +178,7 @@ func TestDamageIsCorrupt(t *testing.T) {
 			dir := t.TempDir()
 			var name string
 			if tc.seg < 0 { // one segment of three records: damage the first
-				w, err := OpenWriter(dir, Tail{Segment: -1}, 1)
+				w, err := OpenWriter(vfs.OS, dir, Tail{Segment: -1}, 1)
 				require.NoError(t, err)
 				for rev := int64(1); rev <= 3; rev++ {
 					require.NoError(t, w.Append(KindBatch, AppendBatch(nil, testBatch(rev, 1)), rev+1))
@@ -206,17 +206,17 @@ func TestDamageIsCorrupt(t *testing.T) {
 
 func TestSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	w, err := CreateSnapshot(dir, 42, []byte("state"))
+	w, err := CreateSnapshot(vfs.OS, dir, 42, []byte("state"))
 	require.NoError(t, err)
 	for i := range 3 {
 		require.NoError(t, w.Add(KindKey, []byte{byte(i)}))
 	}
 	require.NoError(t, w.Commit())
-	revs, err := Snapshots(dir)
+	revs, err := Snapshots(vfs.OS, dir)
 	require.NoError(t, err)
 	require.Equal(t, []int64{42}, revs)
 	var got []string
-	require.NoError(t, ReadSnapshot(dir, 42, func(k Kind, p []byte) error {
+	require.NoError(t, ReadSnapshot(vfs.OS, dir, 42, func(k Kind, p []byte) error {
 		got = append(got, fmt.Sprint(k, p))
 		return nil
 	}))
@@ -228,23 +228,23 @@ func TestSnapshot(t *testing.T) {
 	for i := range full {
 		for _, b := range [][]byte{full[:i], flip(full, i)} {
 			require.NoError(t, os.WriteFile(name, b, 0o644))
-			err := ReadSnapshot(dir, 42, func(Kind, []byte) error { return nil })
+			err := ReadSnapshot(vfs.OS, dir, 42, func(Kind, []byte) error { return nil })
 			require.ErrorIs(t, err, ErrCorrupt, "at %d", i)
 		}
 	}
 
 	// An aborted snapshot leaves nothing; RemoveSnapshotsBefore clears the
 	// temporary file a crash leaves and the older snapshots.
-	a, err := CreateSnapshot(dir, 50, nil)
+	a, err := CreateSnapshot(vfs.OS, dir, 50, nil)
 	require.NoError(t, err)
 	a.Abort()
-	_, err = CreateSnapshot(dir, 60, nil) // "crashes" before Commit
+	_, err = CreateSnapshot(vfs.OS, dir, 60, nil) // "crashes" before Commit
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(name, full, 0o644))
-	require.NoError(t, RemoveSnapshotsBefore(dir, 42))
+	require.NoError(t, RemoveSnapshotsBefore(vfs.OS, dir, 42))
 	left, _ := filepath.Glob(filepath.Join(dir, "*"))
 	require.Equal(t, []string{name}, left)
-	require.NoError(t, RemoveSnapshotsBefore(dir, 42))
+	require.NoError(t, RemoveSnapshotsBefore(vfs.OS, dir, 42))
 }
 
 func flip(b []byte, i int) []byte {
@@ -256,29 +256,17 @@ func flip(b []byte, i int) []byte {
 func TestRemoveBefore(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, 40)
-	segs, _ := Segments(dir)
-	require.NoError(t, RemoveBefore(dir, segs[2]+1))
-	left, _ := Segments(dir)
+	segs, _ := Segments(vfs.OS, dir)
+	require.NoError(t, RemoveBefore(vfs.OS, dir, segs[2]+1))
+	left, _ := Segments(vfs.OS, dir)
 	require.Equal(t, segs[2:], left, "the segment holding rev and those after stay")
-}
-
-func TestLock(t *testing.T) {
-	dir := t.TempDir()
-	f, err := Lock(dir)
-	require.NoError(t, err)
-	_, err = Lock(dir)
-	require.True(t, errors.Is(err, ErrLocked), "a second lock in the same process: %v", err)
-	require.NoError(t, f.Close())
-	f, err = Lock(dir)
-	require.NoError(t, err, "released by Close")
-	f.Close()
 }
 
 // TestWriterFailsForever: after a failed write the writer returns that
 // error to every call.
 func TestWriterFailsForever(t *testing.T) {
 	dir := t.TempDir()
-	w, err := OpenWriter(dir, Tail{Segment: -1}, 1)
+	w, err := OpenWriter(vfs.OS, dir, Tail{Segment: -1}, 1)
 	require.NoError(t, err)
 	w.f.Close() // every write now fails
 	w.buf = w.buf[:0]
@@ -294,7 +282,7 @@ func TestWriterFailsForever(t *testing.T) {
 func FuzzReplay(f *testing.F) {
 	dir := f.TempDir()
 	writeLog(&testing.T{}, dir, 3)
-	segs, _ := Segments(dir)
+	segs, _ := Segments(vfs.OS, dir)
 	for _, s := range segs {
 		b, _ := os.ReadFile(filepath.Join(dir, SegmentName(s)))
 		f.Add(b)
@@ -303,7 +291,7 @@ func FuzzReplay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, SegmentName(1)), data, 0o644))
-		tail, err := Replay(dir, 0, func(k Kind, p []byte) error {
+		tail, err := Replay(vfs.OS, dir, 0, func(k Kind, p []byte) error {
 			if k == KindBatch {
 				_, err := DecodeBatch(p)
 				return err

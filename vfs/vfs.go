@@ -1,0 +1,101 @@
+// Package vfs is the file system a store on a directory writes through: the
+// operating system's (OS), or Mem, an in-memory one that can crash — losing
+// what was not synced, as a power cut would — and fail on demand. It holds
+// only what the log and snapshot formats need: create, append, truncate,
+// sync, rename, remove, list, read whole, lock.
+//
+// Names are slash-separated paths as the caller builds them with
+// path/filepath; a file's directory is filepath.Dir of its name.
+package vfs
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// ErrLocked is returned by Lock for a directory another holder has locked.
+var ErrLocked = errors.New("directory is locked by another store")
+
+// File is an open file: written at its end, synced, truncated.
+type File interface {
+	io.Writer
+	// Sync makes everything written so far durable (fsync).
+	Sync() error
+	// Truncate cuts the file to size; the next Write lands at the new end.
+	Truncate(size int64) error
+	Close() error
+	Name() string
+}
+
+// FS is a file system.
+type FS interface {
+	// Create creates the file, or empties it if it exists, for writing.
+	Create(name string) (File, error)
+	// OpenAppend opens an existing file; writes land at its end.
+	OpenAppend(name string) (File, error)
+	// ReadFile returns the file's whole contents.
+	ReadFile(name string) ([]byte, error)
+	// List returns the names (not paths) of the files in dir, sorted.
+	List(dir string) ([]string, error)
+	Rename(oldname, newname string) error
+	Remove(name string) error
+	MkdirAll(dir string) error
+	// SyncDir makes dir's entries (files created, renamed, removed) durable.
+	SyncDir(dir string) error
+	// Lock takes dir's exclusive advisory lock, or returns ErrLocked if
+	// another holder has it. Closing the result releases it.
+	Lock(dir string) (io.Closer, error)
+}
+
+// OS is the operating system's file system.
+var OS FS = osFS{}
+
+type osFS struct{}
+
+func (osFS) Create(name string) (File, error) {
+	return os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
+func (osFS) OpenAppend(name string) (File, error) {
+	return os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
+}
+
+func (osFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+func (osFS) List(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(des))
+	for _, de := range des {
+		if de.Type().IsRegular() {
+			names = append(names, de.Name())
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+func (osFS) Remove(name string) error             { return os.Remove(name) }
+func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
+
+func (osFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (osFS) Lock(dir string) (io.Closer, error) {
+	return lockFile(filepath.Join(dir, "LOCK"))
+}
