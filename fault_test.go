@@ -1,0 +1,243 @@
+package revkv_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/vfs"
+)
+
+// faultWorkload writes TestCrash's revisions (single Puts and Updates of
+// three keys, each value naming its batch's first revision) with a
+// checkpoint every 40 steps and one every ~2 KiB of log, and returns the
+// last revision acknowledged. A write that fails must fail every write
+// after it with the same cause, and be invisible; a checkpoint that fails
+// must leave the store writing.
+func faultWorkload(t *testing.T, s *revkv.Store[string], injected error) (acked int64, failed bool) {
+	for i := range 160 {
+		if i%40 == 39 {
+			if err := s.Checkpoint(); err != nil {
+				require.True(t, errors.Is(err, injected), "checkpoint: %v", err)
+			}
+			continue
+		}
+		next := int64(s.Rev()) + 1
+		var rev revkv.Revision
+		var err error
+		if i%5 == 0 {
+			rev, err = s.Update(func(tx *revkv.Txn[string]) error {
+				for j := range int64(3) {
+					tx.Put(crashKey(next+j), fmt.Sprint(next))
+				}
+				return nil
+			})
+		} else {
+			rev, err = s.Put(crashKey(next), fmt.Sprint(next))
+		}
+		if err != nil {
+			require.True(t, errors.Is(err, injected), "write: %v", err)
+			require.Equal(t, revkv.Revision(next-1), s.Rev(), "a failed write is invisible")
+			_, again := s.Put("k0", "after")
+			require.True(t, errors.Is(again, injected), "every later write fails with the same cause: %v", again)
+			return acked, true
+		}
+		acked = int64(rev)
+	}
+	return acked, false
+}
+
+// TestFaults fails each kind of file operation at each of its occurrences
+// in turn (a write is then short: half of it reaches the file), crashes the
+// file system, and reopens it: every acknowledged revision is there, and
+// the history is exactly revisions 1..Rev() as written — a prefix, never a
+// wrong answer. ENOSPC for writes, EIO for the rest.
+func TestFaults(t *testing.T) {
+	ops := []vfs.Op{vfs.OpWrite, vfs.OpSync, vfs.OpCreate, vfs.OpRename, vfs.OpSyncDir, vfs.OpRemove, vfs.OpTruncate, vfs.OpOpen}
+	// Count each operation in a run without faults, to know where to inject.
+	counts := map[vfs.Op]int{}
+	{
+		m := vfs.NewMem()
+		m.SetFault(func(op vfs.Op, _ string) error { counts[op]++; return nil })
+		s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithCheckpointBytes(2<<10))
+		require.NoError(t, err)
+		faultWorkload(t, s, nil)
+		require.NoError(t, s.Close())
+	}
+	t.Logf("operations in a run: %v", counts)
+	for _, op := range ops {
+		injected := error(syscall.EIO)
+		if op == vfs.OpWrite {
+			injected = syscall.ENOSPC
+		}
+		step := max(1, counts[op]/60)
+		runs := 0
+		for nth := 1; nth <= counts[op]+1; nth += step {
+			runs++
+			m := vfs.NewMem()
+			seen := 0
+			m.SetFault(func(o vfs.Op, _ string) error {
+				if o == op {
+					if seen++; seen == nth {
+						return injected
+					}
+				}
+				return nil
+			})
+			what := fmt.Sprintf("%v #%d", op, nth)
+			var acked int64
+			s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithCheckpointBytes(2<<10))
+			if err != nil {
+				require.True(t, errors.Is(err, injected), "%s: Open: %v", what, err)
+			} else {
+				var failed bool
+				acked, failed = faultWorkload(t, s, injected)
+				cerr := s.Close()
+				if failed {
+					require.True(t, errors.Is(cerr, injected), "%s: Close returns the failure: %v", what, cerr)
+				}
+			}
+			m.SetFault(nil)
+			crashed := m.Crash(rand.New(rand.NewPCG(uint64(nth), uint64(op))))
+			s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(crashed))
+			require.NoError(t, err, "%s: reopen after the crash\n%s", what, crashed)
+			require.GreaterOrEqual(t, int64(s.Rev()), acked, "%s: every acknowledged revision survives", what)
+			checkCrashHistory(t, s)
+			require.NoError(t, s.Close())
+		}
+		t.Logf("%v: %d runs", op, runs)
+	}
+}
+
+// TestBitFlips flips one bit at every byte of a closed store's snapshot and
+// log in turn: Open either refuses with ErrCorrupt, changing nothing, or
+// opens a prefix of the history — never a wrong answer.
+func TestBitFlips(t *testing.T) {
+	m := vfs.NewMem()
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
+	require.NoError(t, err)
+	put := func(n int) {
+		for range n {
+			next := int64(s.Rev()) + 1
+			_, err := s.Put(crashKey(next), fmt.Sprint(next))
+			require.NoError(t, err)
+		}
+	}
+	put(40)
+	require.NoError(t, s.Checkpoint())
+	put(30)
+	next := int64(s.Rev()) + 1
+	_, err = s.Update(func(tx *revkv.Txn[string]) error {
+		for j := range int64(3) {
+			tx.Put(crashKey(next+j), fmt.Sprint(next))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	names, err := m.List("/db")
+	require.NoError(t, err)
+	corrupt, cut, whole := 0, 0, 0
+	for _, name := range names {
+		if name == "LOCK" {
+			continue
+		}
+		path := "/db/" + name
+		orig := m.Bytes(path)
+		for off := range orig {
+			c := m.Crash(nil)
+			b := append([]byte(nil), orig...)
+			b[off] ^= 1 << (off % 8)
+			c.WriteFile(path, b)
+			s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c))
+			if err != nil {
+				require.True(t, errors.Is(err, revkv.ErrCorrupt), "%s at %d: %v", name, off, err)
+				require.Equal(t, b, c.Bytes(path), "%s at %d: a refused Open changes nothing", name, off)
+				corrupt++
+				continue
+			}
+			checkCrashHistory(t, s)
+			if s.Rev() == 73 {
+				whole++
+			} else {
+				cut++
+			}
+			require.NoError(t, s.Close())
+		}
+	}
+	t.Logf("one bit flipped at each byte: %d ErrCorrupt, %d cut back, %d whole", corrupt, cut, whole)
+}
+
+// TestSyncIntervalLoss: under SyncInterval a power cut loses at most the
+// writes of the last interval. Writes go on for a while, the file system
+// crashes, and every revision acknowledged more than an interval (plus a
+// margin for a late tick) before the crash must be there; the rest, a
+// prefix. Nothing is synced but by the syncer, so a syncer that never ran
+// loses everything and fails the test.
+func TestSyncIntervalLoss(t *testing.T) {
+	const interval, margin = 20 * time.Millisecond, 200 * time.Millisecond
+	m := vfs.NewMem()
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithSync(revkv.SyncInterval), revkv.WithSyncInterval(interval))
+	require.NoError(t, err)
+	var acks []time.Time // acks[r-1]: when revision r was acknowledged
+	for start := time.Now(); time.Since(start) < 600*time.Millisecond; {
+		next := int64(s.Rev()) + 1
+		_, err := s.Put(crashKey(next), fmt.Sprint(next))
+		require.NoError(t, err)
+		acks = append(acks, time.Now())
+	}
+	crashed := m.Crash(nil)
+	at := time.Now()
+	require.NoError(t, s.Close())
+	s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(crashed))
+	require.NoError(t, err)
+	defer s.Close()
+	checkCrashHistory(t, s)
+	kept := int(s.Rev())
+	for r, ack := range acks {
+		if at.Sub(ack) > interval+margin {
+			require.Greater(t, kept, r, "revision %d, acknowledged %v before the crash, is lost", r+1, at.Sub(ack))
+		}
+	}
+	t.Logf("%d written, %d kept; lost the last %v", len(acks), kept, at.Sub(acks[min(kept, len(acks)-1)]))
+}
+
+// TestLockedAcrossProcesses: a directory open in this process is ErrLocked
+// to another process, and free once closed.
+func TestLockedAcrossProcesses(t *testing.T) {
+	if dir := os.Getenv("REVKV_LOCK_CHILD"); dir != "" {
+		s, err := revkv.Open(dir, revkv.StringCodec())
+		switch {
+		case errors.Is(err, revkv.ErrLocked):
+			fmt.Println("locked:", err)
+		case err != nil:
+			fmt.Println("error:", err)
+		default:
+			fmt.Println("opened")
+			s.Close()
+		}
+		return
+	}
+	dir := t.TempDir()
+	child := func() string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLockedAcrossProcesses$", "-test.v=false")
+		cmd.Env = append(os.Environ(), "REVKV_LOCK_CHILD="+dir)
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		return strings.SplitN(string(out), "\n", 2)[0]
+	}
+	s, err := revkv.Open(dir, revkv.StringCodec())
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("locked: revkv: open %q: directory is locked by another store", dir), child())
+	require.NoError(t, s.Close())
+	require.Equal(t, "opened", child())
+}

@@ -1,0 +1,149 @@
+package vfs_test
+
+import (
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revkv/revkv/vfs"
+)
+
+// Both file systems answer the same calls the same way.
+func TestFileSystems(t *testing.T) {
+	for name, mk := range map[string]func(t *testing.T) (vfs.FS, string){
+		"os":  func(t *testing.T) (vfs.FS, string) { return vfs.OS, t.TempDir() },
+		"mem": func(t *testing.T) (vfs.FS, string) { return vfs.NewMem(), "/x/db" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			fsys, dir := mk(t)
+			require.NoError(t, fsys.MkdirAll(dir))
+			a := filepath.Join(dir, "a")
+			f, err := fsys.Create(a)
+			require.NoError(t, err)
+			_, err = f.Write([]byte("hello world"))
+			require.NoError(t, err)
+			require.NoError(t, f.Sync())
+			require.NoError(t, f.Truncate(5))
+			_, err = f.Write([]byte("!"))
+			require.NoError(t, err, "a write after Truncate lands at the new end")
+			require.NoError(t, f.Close())
+			got, err := fsys.ReadFile(a)
+			require.NoError(t, err)
+			require.Equal(t, "hello!", string(got))
+
+			f, err = fsys.OpenAppend(a)
+			require.NoError(t, err)
+			_, err = f.Write([]byte("?"))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			got, _ = fsys.ReadFile(a)
+			require.Equal(t, "hello!?", string(got))
+
+			b := filepath.Join(dir, "b")
+			require.NoError(t, fsys.Rename(a, b))
+			names, err := fsys.List(dir)
+			require.NoError(t, err)
+			require.Equal(t, []string{"b"}, names)
+			_, err = fsys.ReadFile(a)
+			require.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
+			_, err = fsys.OpenAppend(a)
+			require.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
+			require.NoError(t, fsys.SyncDir(dir))
+			require.NoError(t, fsys.Remove(b))
+			require.True(t, errors.Is(fsys.Remove(b), fs.ErrNotExist))
+
+			l, err := fsys.Lock(dir)
+			require.NoError(t, err)
+			_, err = fsys.Lock(dir)
+			require.True(t, errors.Is(err, vfs.ErrLocked), "a second lock: %v", err)
+			require.NoError(t, l.Close())
+			l, err = fsys.Lock(dir)
+			require.NoError(t, err, "released by Close")
+			l.Close()
+		})
+	}
+}
+
+// A power cut keeps what was synced: file bytes at their last Sync,
+// directory entries at their directory's last SyncDir.
+func TestMemCrash(t *testing.T) {
+	m := vfs.NewMem()
+	require.NoError(t, m.MkdirAll("/d"))
+	f, _ := m.Create("/d/a")
+	f.Write([]byte("synced"))
+	f.Sync()
+	f.Write([]byte(" and not"))
+
+	c := m.Crash(nil)
+	_, err := c.ReadFile("/d/a")
+	require.True(t, errors.Is(err, fs.ErrNotExist), "created, never SyncDir'd: gone")
+
+	require.NoError(t, m.SyncDir("/d"))
+	c = m.Crash(nil)
+	got, err := c.ReadFile("/d/a")
+	require.NoError(t, err)
+	require.Equal(t, "synced", string(got), "only the synced bytes")
+
+	// With a source of chance, part of the unsynced tail may survive, and
+	// never more than was written.
+	seen := map[string]bool{}
+	for i := range 200 {
+		got, _ := m.Crash(rand.New(rand.NewPCG(uint64(i), 1))).ReadFile("/d/a")
+		require.Contains(t, "synced and not", string(got))
+		require.True(t, len(got) >= len("synced"))
+		seen[string(got)] = true
+	}
+	require.Greater(t, len(seen), 3, "different crashes keep different amounts")
+
+	// A rename is durable only once the directory is synced.
+	require.NoError(t, m.Rename("/d/a", "/d/b"))
+	names, _ := m.Crash(nil).List("/d")
+	require.Equal(t, []string{"a"}, names)
+	m.SyncDir("/d")
+	names, _ = m.Crash(nil).List("/d")
+	require.Equal(t, []string{"b"}, names)
+
+	// Locks do not survive a crash.
+	_, err = m.Lock("/d")
+	require.NoError(t, err)
+	_, err = m.Crash(nil).Lock("/d")
+	require.NoError(t, err)
+}
+
+// Faults fail the operation they name; a failed write is a short write.
+func TestMemFaults(t *testing.T) {
+	m := vfs.NewMem()
+	m.MkdirAll("/d")
+	f, _ := m.Create("/d/a")
+	m.SetFault(func(op vfs.Op, name string) error {
+		if op == vfs.OpWrite {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	n, err := f.Write([]byte("abcd"))
+	require.Equal(t, 2, n)
+	require.True(t, errors.Is(err, syscall.ENOSPC), "%v", err)
+	require.Equal(t, "ab", string(m.Bytes("/d/a")))
+	m.SetFault(func(op vfs.Op, name string) error {
+		if op == vfs.OpSync || op == vfs.OpRename {
+			return syscall.EIO
+		}
+		return nil
+	})
+	require.True(t, errors.Is(f.Sync(), syscall.EIO))
+	require.True(t, errors.Is(m.Rename("/d/a", "/d/b"), syscall.EIO))
+	m.SetFault(nil)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+	require.True(t, errors.Is(f.Close(), fs.ErrClosed))
+	_, err = f.Write([]byte("x"))
+	require.True(t, errors.Is(err, fs.ErrClosed))
+	_, err = m.Create("/nodir/a")
+	require.True(t, errors.Is(err, fs.ErrNotExist), "no directory, no file")
+}
