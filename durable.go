@@ -25,12 +25,16 @@ import (
 //     before it is durable. Revisions are assigned but not published during
 //     a drain (mvcc.Order's Assign and Publish); index slots, the new keys'
 //     entries in the index and the history cap wait for the publication.
-//   - Compactions and trims are logged as they happen; they need no sync
-//     of their own (a crash may undo them, and the history they dropped is
-//     then answered again, correctly).
-//   - A checkpoint rotates the log to a new segment at the head, writes the
-//     retained state at the head from a pinned view while writers go on, and
-//     then deletes the segments and snapshots it covers.
+//   - Compactions and trims are logged as they happen. Under SyncAlways,
+//     Compact and Trim sync before they return, and the history cap's cuts
+//     ride in the write of the drain that made them; the background
+//     trimmer's cuts wait for the next sync (a power cut may undo them, and
+//     the history they dropped is then answered again, correctly).
+//   - A checkpoint rotates the log to a new segment at the head, then writes
+//     the retained state as of the head while writers go on, reading each
+//     key's log under that key's lock (no pin: a cut made meanwhile is also
+//     in the new segment, and replays to the same log), and then deletes
+//     the segments and snapshots it covers.
 //   - A failed write or sync stops the store's writes for good: nothing of
 //     the failed drain is published, and every later write returns the
 //     error. Reads go on; Close returns it.

@@ -188,6 +188,23 @@ func (t *Txn[V]) GetEntry(key string) (Entry[V], bool) {
 	return entryOf(key, &e, &tx.s.zones), true
 }
 
+// ModRev returns the revision of key's newest entry as the transaction sees
+// it — a put, a delete or an expiry — or 0 if no entry of the key is kept: a
+// key written, deleted or expired since a ModRev taken earlier has a higher
+// one. For a key the transaction wrote it is the revision that write will
+// commit as. (Optimistic transactions check it: WATCH in revkv-server.)
+func (t *Txn[V]) ModRev(key string) Revision {
+	tx := t.b
+	if tx == nil {
+		return 0
+	}
+	e, _, _, i := tx.current(key)
+	if i >= 0 {
+		return Revision(tx.base + int64(i) + 1)
+	}
+	return Revision(e.Rev)
+}
+
 // Put writes value under key with no TTL, as Store.Put does.
 func (t *Txn[V]) Put(key string, value V) error {
 	return t.write("put", key, "", 0, writeOp[V]{kind: opPut, value: value})

@@ -333,3 +333,29 @@ func TestUpdateManyKeys(t *testing.T) {
 	require.Len(t, s.History("k0"), 4)
 	require.NoError(t, s.Check())
 }
+
+// ModRev is the revision of a key's newest entry of any kind, the
+// transaction's own writes included.
+func TestTxnModRev(t *testing.T) {
+	s := revkv.New[string]()
+	defer s.Close()
+	s.Put("a", "1")
+	s.Put("b", "1")
+	s.Delete("b")
+	_, err := s.Update(func(tx *revkv.Txn[string]) error {
+		require.Equal(t, revkv.Revision(1), tx.ModRev("a"))
+		require.Equal(t, revkv.Revision(3), tx.ModRev("b"), "a delete counts")
+		require.Equal(t, revkv.Revision(0), tx.ModRev("c"), "never written")
+		tx.Put("c", "x")
+		tx.Put("a", "2")
+		require.Equal(t, revkv.Revision(4), tx.ModRev("c"))
+		require.Equal(t, revkv.Revision(5), tx.ModRev("a"))
+		return nil
+	})
+	require.NoError(t, err)
+	e, _ := s.GetEntry("a")
+	require.Equal(t, revkv.Revision(5), e.Rev)
+	var kept *revkv.Txn[string]
+	s.Update(func(tx *revkv.Txn[string]) error { kept = tx; return nil })
+	require.Equal(t, revkv.Revision(0), kept.ModRev("a"), "a handle kept past its Update")
+}

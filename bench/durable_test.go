@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/dgraph-io/badger/v4"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/revkv/revkv"
+)
+
+// durableValue is the value every durable Put writes: 100 bytes.
+var durableValue = make([]byte, 100)
+
+// durablePutter is a store that makes each Put durable before it returns.
+type durablePutter interface {
+	put(key string) error
+	close() error
+}
+
+type revkvDurable struct{ s *revkv.Store[[]byte] }
+
+func (r revkvDurable) put(k string) error { _, err := r.s.Put(k, durableValue); return err }
+func (r revkvDurable) close() error       { return r.s.Close() }
+
+var boltBucket = []byte("kv")
+
+// boltDurable is bbolt with one read-write transaction (one fsync) per
+// Put, or with db.Batch, which merges concurrent callers' functions into
+// one transaction.
+type boltDurable struct {
+	db    *bolt.DB
+	batch bool
+}
+
+func (d boltDurable) put(k string) error {
+	fn := func(tx *bolt.Tx) error { return tx.Bucket(boltBucket).Put([]byte(k), durableValue) }
+	if d.batch {
+		return d.db.Batch(fn)
+	}
+	return d.db.Update(fn)
+}
+func (d boltDurable) close() error { return d.db.Close() }
+
+type badgerDurable struct{ db *badger.DB }
+
+func (d badgerDurable) put(k string) error {
+	return d.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(k), durableValue) })
+}
+func (d badgerDurable) close() error { return d.db.Close() }
+
+type pebbleDurable struct{ db *pebble.DB }
+
+func (d pebbleDurable) put(k string) error { return d.db.Set([]byte(k), durableValue, pebble.Sync) }
+func (d pebbleDurable) close() error       { return d.db.Close() }
+
+// rawFsync appends each value to one file and fsyncs it: the physical limit
+// of one writer on this disk. Writers take turns (a mutex), as they must on
+// one file without group commit.
+type rawFsync struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (r *rawFsync) put(string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.f.Write(durableValue); err != nil {
+		return err
+	}
+	return r.f.Sync()
+}
+func (r *rawFsync) close() error { return r.f.Close() }
+
+func openDurable(b *testing.B, name, dir string) durablePutter {
+	switch name {
+	case "raw-fsync":
+		f, err := os.OpenFile(filepath.Join(dir, "raw"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+		must(b, err)
+		return &rawFsync{f: f}
+	case "revkv":
+		s, err := revkv.Open(dir, revkv.BytesCodec())
+		must(b, err)
+		return revkvDurable{s}
+	case "bbolt", "bbolt-batch":
+		db, err := bolt.Open(filepath.Join(dir, "bolt.db"), 0o644, nil)
+		must(b, err)
+		must(b, db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(boltBucket); return err }))
+		return boltDurable{db: db, batch: name == "bbolt-batch"}
+	case "badger":
+		db, err := badger.Open(badger.DefaultOptions(dir).WithSyncWrites(true).WithLogger(nil))
+		must(b, err)
+		return badgerDurable{db}
+	case "pebble":
+		db, err := pebble.Open(dir, &pebble.Options{Logger: quietPebble{}})
+		must(b, err)
+		return pebbleDurable{db}
+	}
+	panic(name)
+}
+
+type quietPebble struct{}
+
+func (quietPebble) Infof(string, ...any)  {}
+func (quietPebble) Errorf(string, ...any) {}
+func (quietPebble) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}
+
+func must(b *testing.B, err error) {
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkDurablePut: Puts that are on stable storage when they return,
+// from 1, 8 and 64 goroutines at once, over 100,000 keys, each store in a
+// fresh directory on the same disk: revkv (SyncAlways, group commit), bbolt
+// (a transaction per Put, and db.Batch), Badger with SyncWrites, pebble
+// with Sync, and a raw write+fsync loop as the limit of one writer. ns/op
+// is per Put of all writers together (wall time / Puts).
+func BenchmarkDurablePut(b *testing.B) {
+	for _, writers := range []int{1, 8, 64} {
+		for _, name := range []string{"raw-fsync", "revkv", "bbolt", "bbolt-batch", "badger", "pebble"} {
+			if name == "raw-fsync" && writers > 1 {
+				continue
+			}
+			b.Run(fmt.Sprintf("writers=%d/store=%s", writers, name), func(b *testing.B) {
+				d := openDurable(b, name, b.TempDir())
+				defer func() { must(b, d.close()) }()
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for range writers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							i := next.Add(1)
+							if i > int64(b.N) {
+								return
+							}
+							if err := d.put(fmt.Sprint("key", i%100_000)); err != nil {
+								panic(err)
+							}
+						}
+					}()
+				}
+				wg.Wait()
+			})
+		}
+	}
+}
