@@ -1,0 +1,166 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/revkv/revkv"
+)
+
+// A command runs in one of three ways, which decides how MULTI/EXEC runs
+// it inside one Update:
+//   - read: answers from a reader, which is the store outside a
+//     transaction (no write lock taken) and the transaction inside one;
+//   - write: runs inside a transaction (an Update of its own outside EXEC),
+//     so that what it reads and what it writes are one atomic step;
+//   - conn: acts on the connection or the server, never queued by MULTI
+//     but for the few Redis queues too (PING, ECHO, TIME...).
+type command struct {
+	name  string
+	arity int // as Redis counts it: the name included; -n means at least n
+	read  func(c *client, r reader, args [][]byte)
+	write func(c *client, tx *revkv.Txn[[]byte], args [][]byte)
+	conn  func(s *server, c *client, args [][]byte)
+	// direct, if set, answers outside MULTI without an Update when it can
+	// (a plain SET is one Put) and says whether it did.
+	direct func(s *server, c *client, args [][]byte) bool
+	// queueable conn commands run at EXEC time, outside the transaction.
+	queueable bool
+}
+
+// reader is what read commands need: the store, or a transaction.
+type reader interface {
+	GetEntry(key string) (revkv.Entry[[]byte], bool)
+}
+
+var commands = map[string]*command{}
+
+func register(cmds ...*command) {
+	for _, c := range cmds {
+		commands[c.name] = c
+	}
+}
+
+// lookup finds a command by its name in any case, without allocating for
+// names up to 32 bytes.
+func lookup(name []byte) *command {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return commands[strings.ToLower(string(name))]
+	}
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	return commands[string(buf[:len(name)])]
+}
+
+// noAuth are the commands a client may send before AUTH.
+var noAuth = map[string]bool{"auth": true, "hello": true, "quit": true}
+
+func (s *server) dispatch(c *client, args [][]byte) {
+	cmd := lookup(args[0])
+	if cmd == nil {
+		if c.inMulti {
+			c.dirty = true
+		}
+		c.w.Error(unknownCommand(args))
+		return
+	}
+	if !c.authed && !noAuth[cmd.name] {
+		c.w.Error("NOAUTH Authentication required.")
+		return
+	}
+	if cmd.arity > 0 && len(args) != cmd.arity || cmd.arity < 0 && len(args) < -cmd.arity {
+		if c.inMulti {
+			c.dirty = true
+		}
+		c.w.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
+		return
+	}
+	if c.inMulti && (cmd.conn == nil || cmd.queueable) {
+		c.queued = append(c.queued, copyArgs(args))
+		c.w.Simple("QUEUED")
+		return
+	}
+	if cmd.direct != nil && cmd.direct(s, c, args) {
+		return
+	}
+	switch {
+	case cmd.conn != nil:
+		cmd.conn(s, c, args)
+	case cmd.read != nil:
+		cmd.read(c, s.store, args)
+	default:
+		s.update(c, func(tx *revkv.Txn[[]byte]) { cmd.write(c, tx, args) })
+	}
+}
+
+// update runs fn in an Update. fn writes its reply itself; a failure of the
+// store (closed, a failed disk) replaces it.
+func (s *server) update(c *client, fn func(tx *revkv.Txn[[]byte])) {
+	mark := c.w.Len()
+	_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
+		fn(tx)
+		return nil
+	})
+	if err != nil {
+		c.w.Truncate(mark)
+		c.w.Error(storeError(err))
+	}
+}
+
+// storeError is the reply for a store that cannot write.
+func storeError(err error) string {
+	return "ERR " + err.Error()
+}
+
+// unknownCommand is Redis's reply to a command it does not know.
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	b.WriteString(trunc(args[0], 128))
+	b.WriteString("', with args beginning with: ")
+	for _, a := range args[1:] {
+		if b.Len() > 400 {
+			break
+		}
+		b.WriteString("'")
+		b.WriteString(trunc(a, 128))
+		b.WriteString("' ")
+	}
+	return b.String()
+}
+
+func trunc(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+func copyArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
+}
+
+// The texts of Redis's common errors.
+const (
+	errSyntax    = "ERR syntax error"
+	errNotInt    = "ERR value is not an integer or out of range"
+	errNotFloat  = "ERR value is not a valid float"
+	errOverflow  = "ERR increment or decrement would overflow"
+	errNoKey     = "ERR no such key"
+	errDBIndex   = "ERR DB index is out of range"
+	errTooBig    = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	errOffset    = "ERR offset is out of range"
+	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+)
+
+func invalidExpire(cmd string) string {
+	return "ERR invalid expire time in '" + cmd + "' command"
+}

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func init() {
+	register(
+		&command{name: "ping", arity: -1, conn: cmdPing, queueable: true},
+		&command{name: "echo", arity: 2, conn: func(s *server, c *client, a [][]byte) { c.w.Bulk(a[1]) }, queueable: true},
+		&command{name: "quit", arity: -1, conn: func(s *server, c *client, a [][]byte) { c.w.Simple("OK"); c.quit = true }},
+		&command{name: "hello", arity: -1, conn: cmdHello},
+		&command{name: "auth", arity: -2, conn: cmdAuth},
+		&command{name: "select", arity: 2, conn: cmdSelect},
+		&command{name: "time", arity: 1, conn: cmdTime, queueable: true},
+		&command{name: "info", arity: -1, conn: cmdInfo, queueable: true},
+		&command{name: "command", arity: -1, conn: cmdCommand},
+		&command{name: "client", arity: -2, conn: cmdClient},
+	)
+}
+
+func cmdPing(s *server, c *client, a [][]byte) {
+	switch len(a) {
+	case 1:
+		c.w.Simple("PONG")
+	case 2:
+		c.w.Bulk(a[1])
+	default:
+		c.w.Error("ERR wrong number of arguments for 'ping' command")
+	}
+}
+
+func (s *server) checkPass(user, pass []byte) bool {
+	if s.cfg.requirepass == "" {
+		return false
+	}
+	return (user == nil || string(user) == "default") &&
+		subtle.ConstantTimeCompare(pass, []byte(s.cfg.requirepass)) == 1
+}
+
+const errWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
+
+func cmdAuth(s *server, c *client, a [][]byte) {
+	if len(a) > 3 {
+		c.w.Error(errSyntax)
+		return
+	}
+	if s.cfg.requirepass == "" {
+		c.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return
+	}
+	var user []byte
+	if len(a) == 3 {
+		user = a[1]
+	}
+	if !s.checkPass(user, a[len(a)-1]) {
+		c.w.Error(errWrongPass)
+		return
+	}
+	c.authed = true
+	c.w.Simple("OK")
+}
+
+// cmdHello answers HELLO [2 [AUTH user pass] [SETNAME name]]. RESP3 is not
+// spoken: HELLO 3 gets NOPROTO, and clients (go-redis among them) go on in
+// RESP2.
+func cmdHello(s *server, c *client, a [][]byte) {
+	if len(a) >= 2 {
+		v, ok := parseInt(a[1])
+		if !ok {
+			c.w.Error("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 {
+			c.w.Error("NOPROTO unsupported protocol version")
+			return
+		}
+	}
+	name := c.name
+	for i := 2; i < len(a); i++ {
+		switch opt := strings.ToUpper(string(a[i])); {
+		case opt == "AUTH" && i+2 < len(a):
+			if !s.checkPass(a[i+1], a[i+2]) {
+				c.w.Error(errWrongPass)
+				return
+			}
+			c.authed = true
+			i += 2
+		case opt == "SETNAME" && i+1 < len(a):
+			if !validName(a[i+1]) {
+				c.w.Error(errClientName)
+				return
+			}
+			name = string(a[i+1])
+			i++
+		default:
+			c.w.Error("ERR Syntax error in HELLO option '" + string(a[i]) + "'")
+			return
+		}
+	}
+	if !c.authed {
+		c.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	c.name = name
+	c.w.Array(14)
+	c.w.BulkString("server")
+	c.w.BulkString("redis")
+	c.w.BulkString("version")
+	c.w.BulkString(redisVersion)
+	c.w.BulkString("proto")
+	c.w.Int(2)
+	c.w.BulkString("id")
+	c.w.Int(c.id)
+	c.w.BulkString("mode")
+	c.w.BulkString("standalone")
+	c.w.BulkString("role")
+	c.w.BulkString("master")
+	c.w.BulkString("modules")
+	c.w.Array(0)
+}
+
+// redisVersion is the Redis version whose commands and replies the server
+// follows; clients read it to decide what they may send.
+const redisVersion = "7.0.15"
+
+func cmdSelect(s *server, c *client, a [][]byte) {
+	db, ok := parseInt(a[1])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	if db != 0 {
+		c.w.Error(errDBIndex)
+		return
+	}
+	c.w.Simple("OK")
+}
+
+func cmdTime(s *server, c *client, _ [][]byte) {
+	now := time.Now()
+	c.w.Array(2)
+	c.w.BulkString(strconv.FormatInt(now.Unix(), 10))
+	c.w.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+}
+
+const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+
+func validName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func cmdClient(s *server, c *client, a [][]byte) {
+	sub := strings.ToUpper(string(a[1]))
+	switch {
+	case sub == "SETNAME" && len(a) == 3:
+		if !validName(a[2]) {
+			c.w.Error(errClientName)
+			return
+		}
+		c.name = string(a[2])
+		c.w.Simple("OK")
+	case sub == "GETNAME" && len(a) == 2:
+		if c.name == "" {
+			c.w.Null()
+		} else {
+			c.w.BulkString(c.name)
+		}
+	case sub == "ID" && len(a) == 2:
+		c.w.Int(c.id)
+	case sub == "SETINFO" && len(a) == 4:
+		c.w.Simple("OK")
+	default:
+		c.w.Error("ERR unknown subcommand or wrong number of arguments for '" + string(a[1]) + "'. Try CLIENT HELP.")
+	}
+}
+
+// cmdCommand answers what redis-cli and client libraries ask at start:
+// COMMAND COUNT, COMMAND DOCS (empty: no hints), and COMMAND (a name and
+// arity per command, as Redis's first two fields).
+func cmdCommand(s *server, c *client, a [][]byte) {
+	sub := ""
+	if len(a) > 1 {
+		sub = strings.ToUpper(string(a[1]))
+	}
+	switch sub {
+	case "":
+		c.w.Array(len(commands))
+		for _, cmd := range commands {
+			c.w.Array(2)
+			c.w.BulkString(cmd.name)
+			c.w.Int(int64(cmd.arity))
+		}
+	case "COUNT":
+		c.w.Int(int64(len(commands)))
+	case "DOCS":
+		c.w.Array(0)
+	default:
+		c.w.Error("ERR unknown subcommand '" + string(a[1]) + "'. Try COMMAND HELP.")
+	}
+}
+
+// cmdInfo writes the sections server, clients, stats, keyspace and revkv.
+func cmdInfo(s *server, c *client, a [][]byte) {
+	want := map[string]bool{}
+	for _, x := range a[1:] {
+		want[strings.ToLower(string(x))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	var b strings.Builder
+	section := func(name string, lines ...string) {
+		if !all && !want[strings.ToLower(name)] {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + name + "\r\n")
+		for _, l := range lines {
+			b.WriteString(l + "\r\n")
+		}
+	}
+	s.mu.Lock()
+	nclients := len(s.clients)
+	s.mu.Unlock()
+	up := time.Since(s.start)
+	section("Server",
+		"redis_version:"+redisVersion,
+		"revkv_server_version:"+version,
+		"redis_mode:standalone",
+		"os:"+runtime.GOOS,
+		"arch_bits:64",
+		"go_version:"+runtime.Version(),
+		fmt.Sprintf("process_id:%d", pid),
+		"tcp_port:"+s.port(),
+		fmt.Sprintf("uptime_in_seconds:%d", int64(up.Seconds())),
+		fmt.Sprintf("uptime_in_days:%d", int64(up.Hours()/24)))
+	section("Clients",
+		fmt.Sprintf("connected_clients:%d", nclients),
+		fmt.Sprintf("maxclients:%d", s.cfg.maxClients))
+	section("Stats",
+		fmt.Sprintf("total_connections_received:%d", s.stats.connections.Load()),
+		fmt.Sprintf("total_commands_processed:%d", s.stats.commands.Load()),
+		fmt.Sprintf("rejected_connections:%d", s.stats.rejected.Load()))
+	keys := s.store.Len()
+	ks := []string{}
+	if keys > 0 {
+		ks = append(ks, fmt.Sprintf("db0:keys=%d,expires=0,avg_ttl=0", keys))
+	}
+	section("Keyspace", ks...)
+	section("revkv",
+		fmt.Sprintf("rev:%d", s.store.Rev()),
+		fmt.Sprintf("floor:%d", s.store.Floor()),
+		fmt.Sprintf("keys:%d", keys),
+		"durable:"+strconv.FormatBool(s.dir != ""),
+		"dir:"+s.dir)
+	c.w.BulkString(b.String())
+}

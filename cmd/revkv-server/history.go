@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/revkv/revkv"
+)
+
+// The REVKV.* commands reach what Redis has no words for: revisions,
+// history, reads as of a revision or a time, compaction, and watching.
+func init() {
+	register(
+		&command{name: "revkv.rev", arity: 1, conn: func(s *server, c *client, _ [][]byte) { c.w.Int(int64(s.store.Rev())) }, queueable: true},
+		&command{name: "revkv.floor", arity: 1, conn: func(s *server, c *client, _ [][]byte) { c.w.Int(int64(s.store.Floor())) }, queueable: true},
+		&command{name: "revkv.getat", arity: 3, conn: cmdGetAt, queueable: true},
+		&command{name: "revkv.getasof", arity: 3, conn: cmdGetAsOf, queueable: true},
+		&command{name: "revkv.history", arity: -2, conn: cmdHistory, queueable: true},
+		&command{name: "revkv.changes", arity: 4, conn: cmdChanges, queueable: true},
+		&command{name: "revkv.compact", arity: 2, conn: cmdCompact, queueable: true},
+		&command{name: "revkv.watch", arity: 3, conn: cmdWatchPrefix},
+	)
+}
+
+// historyError maps the store's errors to replies with their own codes.
+func historyError(err error) string {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, revkv.ErrCompacted):
+		return "COMPACTED " + msg
+	case errors.Is(err, revkv.ErrFutureRevision):
+		return "FUTUREREV " + msg
+	}
+	return "ERR " + msg
+}
+
+func revArg(c *client, b []byte) (revkv.Revision, bool) {
+	n, ok := parseInt(b)
+	if !ok {
+		c.w.Error(errNotInt)
+	}
+	return revkv.Revision(n), ok
+}
+
+func cmdGetAt(s *server, c *client, a [][]byte) {
+	rev, ok := revArg(c, a[2])
+	if !ok {
+		return
+	}
+	v, found, err := s.store.GetAt(string(a[1]), rev)
+	getReply(c, v, found, err)
+}
+
+func cmdGetAsOf(s *server, c *client, a [][]byte) {
+	ms, ok := parseInt(a[2])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	v, found, err := s.store.GetAsOf(string(a[1]), time.UnixMilli(ms))
+	getReply(c, v, found, err)
+}
+
+func getReply(c *client, v []byte, found bool, err error) {
+	switch {
+	case err != nil:
+		c.w.Error(historyError(err))
+	case !found:
+		c.w.Null()
+	default:
+		c.w.Bulk(v)
+	}
+}
+
+// entry writes an entry as an array: rev, op, time (Unix ms), value (nil
+// unless a put), expires-at (Unix ms, nil without TTL), and the key when
+// withKey.
+func entry(c *client, e revkv.Entry[[]byte], withKey bool) {
+	n := 5
+	if withKey {
+		n = 6
+	}
+	c.w.Array(n)
+	c.w.Int(int64(e.Rev))
+	c.w.BulkString(e.Op.String())
+	c.w.Int(e.Time.UnixMilli())
+	if e.Op == revkv.OpPut {
+		c.w.Bulk(e.Value)
+	} else {
+		c.w.Null()
+	}
+	if e.ExpiresAt.IsZero() {
+		c.w.Null()
+	} else {
+		c.w.Int(e.ExpiresAt.UnixMilli())
+	}
+	if withKey {
+		c.w.BulkString(e.Key)
+	}
+}
+
+// cmdHistory: REVKV.HISTORY key [COUNT n] — the key's kept entries, oldest
+// first; with COUNT, the newest n of them.
+func cmdHistory(s *server, c *client, a [][]byte) {
+	count := int64(-1)
+	if len(a) == 4 && strings.EqualFold(string(a[2]), "COUNT") {
+		n, ok := parseInt(a[3])
+		if !ok || n < 0 {
+			c.w.Error(errNotInt)
+			return
+		}
+		count = n
+	} else if len(a) != 2 {
+		c.w.Error(errSyntax)
+		return
+	}
+	es := s.store.History(string(a[1]))
+	if count >= 0 && int64(len(es)) > count {
+		es = es[int64(len(es))-count:]
+	}
+	c.w.Array(len(es))
+	for _, e := range es {
+		entry(c, e, false)
+	}
+}
+
+// cmdChanges: REVKV.CHANGES prefix from to — every entry of the prefix's
+// keys with from <= rev <= to, in revision order, each with its key last.
+func cmdChanges(s *server, c *client, a [][]byte) {
+	from, ok := revArg(c, a[2])
+	if !ok {
+		return
+	}
+	to, ok := revArg(c, a[3])
+	if !ok {
+		return
+	}
+	mark := c.w.Len()
+	var es []revkv.Entry[[]byte]
+	for e, err := range s.store.Changes(string(a[1]), from, to) {
+		if err != nil {
+			c.w.Truncate(mark)
+			c.w.Error(historyError(err))
+			return
+		}
+		es = append(es, e)
+	}
+	c.w.Array(len(es))
+	for _, e := range es {
+		entry(c, e, true)
+	}
+}
+
+func cmdCompact(s *server, c *client, a [][]byte) {
+	rev, ok := revArg(c, a[1])
+	if !ok {
+		return
+	}
+	if err := s.store.Compact(rev); err != nil {
+		c.w.Error(historyError(err))
+		return
+	}
+	c.w.Simple("OK")
+}
+
+// cmdWatchPrefix: REVKV.WATCH prefix from. The connection becomes the
+// watch's: it receives +OK, then each entry as a push-style array
+// ["entry", prefix, <entry with key>] as it happens, from revision from
+// (0: from the next one). It ends, and the connection closes, when the
+// client closes it or sends anything, when the server shuts down, or with
+// an error reply (-COMPACTED: history was trimmed past it).
+func cmdWatchPrefix(s *server, c *client, a [][]byte) {
+	from, ok := revArg(c, a[2])
+	if !ok {
+		return
+	}
+	if c.inMulti {
+		c.w.Error("ERR REVKV.WATCH inside MULTI is not allowed")
+		return
+	}
+	c.quit = true // the connection is the watch's until it ends
+	c.w.Simple("OK")
+	if c.w.Flush() != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // any input, the connection's end or shutdown's deadline ends the watch
+		var b [1]byte
+		c.conn.Read(b[:])
+		cancel()
+	}()
+	prefix := string(a[1])
+	for e, err := range s.store.Watch(ctx, prefix, from) {
+		if err != nil {
+			if ctx.Err() == nil {
+				c.w.Error(historyError(err))
+			}
+			return
+		}
+		c.w.Array(3)
+		c.w.BulkString("entry")
+		c.w.BulkString(prefix)
+		entry(c, e, true)
+		if err := c.w.Flush(); err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,414 @@
+package main
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/revkv/revkv"
+)
+
+func init() {
+	register(
+		&command{name: "del", arity: -2, write: cmdDel},
+		&command{name: "unlink", arity: -2, write: cmdDel},
+		&command{name: "exists", arity: -2, read: cmdExists},
+		&command{name: "type", arity: 2, read: cmdType},
+		&command{name: "rename", arity: 3, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { rename(c, tx, a, false) }},
+		&command{name: "renamenx", arity: 3, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { rename(c, tx, a, true) }},
+		&command{name: "copy", arity: -3, write: cmdCopy},
+		&command{name: "expire", arity: -3, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { expire(c, tx, a, time.Second, false) }},
+		&command{name: "pexpire", arity: -3, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { expire(c, tx, a, time.Millisecond, false) }},
+		&command{name: "expireat", arity: -3, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { expire(c, tx, a, time.Second, true) }},
+		&command{name: "pexpireat", arity: -3, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { expire(c, tx, a, time.Millisecond, true) }},
+		&command{name: "ttl", arity: 2, read: func(c *client, r reader, a [][]byte) { ttl(c, r, a, time.Second, false) }},
+		&command{name: "pttl", arity: 2, read: func(c *client, r reader, a [][]byte) { ttl(c, r, a, time.Millisecond, false) }},
+		&command{name: "expiretime", arity: 2, read: func(c *client, r reader, a [][]byte) { ttl(c, r, a, time.Second, true) }},
+		&command{name: "pexpiretime", arity: 2, read: func(c *client, r reader, a [][]byte) { ttl(c, r, a, time.Millisecond, true) }},
+		&command{name: "persist", arity: 2, write: cmdPersist},
+		// These walk the keyspace. Inside MULTI they run at EXEC, in order,
+		// but outside its Update: a transaction cannot walk the store.
+		&command{name: "keys", arity: 2, conn: cmdKeys, queueable: true},
+		&command{name: "scan", arity: -2, conn: cmdScan, queueable: true},
+		&command{name: "randomkey", arity: 1, conn: cmdRandomKey, queueable: true},
+		&command{name: "dbsize", arity: 1, conn: func(s *server, c *client, _ [][]byte) { c.w.Int(int64(s.store.Len())) }, queueable: true},
+		&command{name: "flushdb", arity: -1, conn: cmdFlush, queueable: true},
+		&command{name: "flushall", arity: -1, conn: cmdFlush, queueable: true},
+	)
+}
+
+func cmdDel(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	n := 0
+	for _, k := range a[1:] {
+		if tx.Delete(string(k)) == nil {
+			n++
+		}
+	}
+	c.w.Int(int64(n))
+}
+
+func cmdExists(c *client, r reader, a [][]byte) {
+	n := 0
+	for _, k := range a[1:] {
+		if _, ok := r.GetEntry(string(k)); ok {
+			n++
+		}
+	}
+	c.w.Int(int64(n))
+}
+
+func cmdType(c *client, r reader, a [][]byte) {
+	if _, ok := r.GetEntry(string(a[1])); ok {
+		c.w.Simple("string")
+	} else {
+		c.w.Simple("none")
+	}
+}
+
+// rename moves src's value and expiry to dst, in one Update.
+func rename(c *client, tx *revkv.Txn[[]byte], a [][]byte, nx bool) {
+	src, dst := string(a[1]), string(a[2])
+	e, ok := tx.GetEntry(src)
+	if !ok {
+		c.w.Error(errNoKey)
+		return
+	}
+	if nx {
+		if _, taken := tx.GetEntry(dst); taken {
+			c.w.Int(0)
+			return
+		}
+	}
+	if src != dst {
+		putKeepTTL(tx, dst, e.Value, e, true)
+		tx.Delete(src)
+	}
+	if nx {
+		c.w.Int(1)
+	} else {
+		c.w.Simple("OK")
+	}
+}
+
+func cmdCopy(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	replace := false
+	for i := 3; i < len(a); i++ {
+		switch opt := strings.ToUpper(string(a[i])); {
+		case opt == "REPLACE":
+			replace = true
+		case opt == "DB" && i+1 < len(a):
+			i++
+			db, ok := parseInt(a[i])
+			if !ok {
+				c.w.Error(errNotInt)
+				return
+			}
+			if db != 0 {
+				c.w.Error(errDBIndex)
+				return
+			}
+		default:
+			c.w.Error(errSyntax)
+			return
+		}
+	}
+	src, dst := string(a[1]), string(a[2])
+	if src == dst {
+		c.w.Error("ERR source and destination objects are the same")
+		return
+	}
+	e, ok := tx.GetEntry(src)
+	if !ok {
+		c.w.Int(0)
+		return
+	}
+	if _, taken := tx.GetEntry(dst); taken && !replace {
+		c.w.Int(0)
+		return
+	}
+	putKeepTTL(tx, dst, e.Value, e, true)
+	c.w.Int(1)
+}
+
+// expire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with NX, XX, GT and LT.
+// An expiry at or before now deletes the key, as in Redis.
+func expire(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, abs bool) {
+	name := strings.ToLower(string(a[0]))
+	n, ok := parseInt(a[2])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	var nx, xx, gt, lt bool
+	for _, o := range a[3:] {
+		switch strings.ToUpper(string(o)) {
+		case "NX":
+			nx = true
+		case "XX":
+			xx = true
+		case "GT":
+			gt = true
+		case "LT":
+			lt = true
+		default:
+			c.w.Error("ERR Unsupported option " + string(o))
+			return
+		}
+	}
+	if nx && (xx || gt || lt) {
+		c.w.Error("ERR NX and XX, GT or LT options at the same time are not compatible")
+		return
+	}
+	if gt && lt {
+		c.w.Error("ERR GT and LT options at the same time are not compatible")
+		return
+	}
+	// The new expiry in Unix milliseconds, refusing what overflows.
+	ms := n
+	if unit == time.Second {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			c.w.Error(invalidExpire(name))
+			return
+		}
+		ms = n * 1000
+	}
+	now := time.Now().UnixMilli()
+	if !abs {
+		if ms > math.MaxInt64-now { // now > 0: adding it to a negative ms cannot overflow
+			c.w.Error(invalidExpire(name))
+			return
+		}
+		ms += now
+	}
+	key := string(a[1])
+	e, exists := tx.GetEntry(key)
+	if !exists {
+		c.w.Int(0)
+		return
+	}
+	has := !e.ExpiresAt.IsZero()
+	cur := e.ExpiresAt.UnixMilli()
+	switch {
+	case nx && has, xx && !has:
+		c.w.Int(0)
+		return
+	case gt && (!has || ms <= cur): // no TTL counts as forever
+		c.w.Int(0)
+		return
+	case lt && has && ms >= cur:
+		c.w.Int(0)
+		return
+	}
+	if ms <= now {
+		tx.Delete(key)
+		c.w.Int(1)
+		return
+	}
+	d := time.Duration(ms-now) * time.Millisecond
+	if ms-now > int64(math.MaxInt64/time.Millisecond) {
+		d = math.MaxInt64
+	}
+	if err := tx.Expire(key, d); err != nil {
+		c.w.Error(invalidExpire(name))
+		return
+	}
+	c.w.Int(1)
+}
+
+// ttl is TTL, PTTL (remaining; Redis rounds seconds to the nearest) and
+// EXPIRETIME, PEXPIRETIME (absolute): -2 for a missing key, -1 without TTL.
+func ttl(c *client, r reader, a [][]byte, unit time.Duration, abs bool) {
+	e, ok := r.GetEntry(string(a[1]))
+	switch {
+	case !ok:
+		c.w.Int(-2)
+	case e.ExpiresAt.IsZero():
+		c.w.Int(-1)
+	case abs && unit == time.Second:
+		c.w.Int(e.ExpiresAt.Unix())
+	case abs:
+		c.w.Int(e.ExpiresAt.UnixMilli())
+	default:
+		ms := max(time.Until(e.ExpiresAt).Milliseconds(), 0)
+		if unit == time.Second {
+			c.w.Int((ms + 500) / 1000)
+		} else {
+			c.w.Int(ms)
+		}
+	}
+}
+
+func cmdPersist(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	key := string(a[1])
+	e, ok := tx.GetEntry(key)
+	if !ok || e.ExpiresAt.IsZero() {
+		c.w.Int(0)
+		return
+	}
+	tx.Persist(key)
+	c.w.Int(1)
+}
+
+func cmdKeys(s *server, c *client, a [][]byte) {
+	var keys []string
+	for k := range s.store.Scan(literalPrefix(a[1])) {
+		if match(a[1], k) {
+			keys = append(keys, k)
+		}
+	}
+	c.w.Array(len(keys))
+	for _, k := range keys {
+		c.w.BulkString(k)
+	}
+}
+
+// cursors remembers where each SCAN cursor stopped: the last key it
+// returned. A cursor is a number, as Redis's are; it survives writes
+// between calls (keys are visited in order, from after the last one), and
+// each returns every key that exists from its first call to its last at
+// least once. The table is bounded: the oldest cursors are forgotten.
+type cursors struct {
+	mu    sync.Mutex // guards the fields below
+	next  uint64
+	after map[uint64]string
+	order []uint64
+	max   int
+}
+
+func newCursors(max int) cursors { return cursors{next: 1, after: map[uint64]string{}, max: max} }
+
+func (cs *cursors) put(after string) uint64 {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	id := cs.next
+	cs.next++
+	cs.after[id] = after
+	cs.order = append(cs.order, id)
+	if len(cs.order) > cs.max {
+		delete(cs.after, cs.order[0])
+		cs.order = cs.order[1:]
+	}
+	return id
+}
+
+func (cs *cursors) get(id uint64) (string, bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	after, ok := cs.after[id]
+	return after, ok
+}
+
+func cmdScan(s *server, c *client, a [][]byte) {
+	id, err := strconv.ParseUint(string(a[1]), 10, 64)
+	if err != nil {
+		c.w.Error("ERR invalid cursor")
+		return
+	}
+	count := int64(10)
+	var pattern []byte
+	typ := ""
+	for i := 2; i < len(a); i++ {
+		opt := strings.ToUpper(string(a[i]))
+		if i+1 >= len(a) {
+			c.w.Error(errSyntax)
+			return
+		}
+		i++
+		switch opt {
+		case "MATCH":
+			pattern = a[i]
+		case "COUNT":
+			n, ok := parseInt(a[i])
+			if !ok {
+				c.w.Error(errNotInt)
+				return
+			}
+			if n < 1 {
+				c.w.Error(errSyntax)
+				return
+			}
+			count = n
+		case "TYPE":
+			typ = strings.ToLower(string(a[i]))
+		default:
+			c.w.Error(errSyntax)
+			return
+		}
+	}
+	after := ""
+	if id != 0 {
+		var ok bool
+		if after, ok = s.cursors.get(id); !ok {
+			c.w.Error("ERR invalid cursor")
+			return
+		}
+	}
+	var keys []string
+	last, more := "", false
+	seen := int64(0)
+	for k := range s.store.Scan("") {
+		if id != 0 && k <= after {
+			continue
+		}
+		if seen == count {
+			more = true
+			break
+		}
+		seen++
+		last = k
+		if (pattern == nil || match(pattern, k)) && (typ == "" || typ == "string") {
+			keys = append(keys, k)
+		}
+	}
+	next := uint64(0)
+	if more {
+		next = s.cursors.put(last)
+	}
+	c.w.Array(2)
+	c.w.BulkString(strconv.FormatUint(next, 10))
+	c.w.Array(len(keys))
+	for _, k := range keys {
+		c.w.BulkString(k)
+	}
+}
+
+func cmdRandomKey(s *server, c *client, _ [][]byte) {
+	n := s.store.Len()
+	if n == 0 {
+		c.w.Null()
+		return
+	}
+	i := rand.IntN(n)
+	for k := range s.store.Scan("") {
+		if i == 0 {
+			c.w.BulkString(k)
+			return
+		}
+		i--
+	}
+	c.w.Null() // keys went away meanwhile
+}
+
+// cmdFlush deletes every key in one Update: each delete is on the record,
+// as any other. The keys are listed just before the Update (a transaction
+// cannot walk the store), so a key another client creates in between
+// survives it.
+func cmdFlush(s *server, c *client, a [][]byte) {
+	if len(a) > 2 || len(a) == 2 && !strings.EqualFold(string(a[1]), "ASYNC") && !strings.EqualFold(string(a[1]), "SYNC") {
+		c.w.Error(errSyntax)
+		return
+	}
+	var keys []string
+	for k := range s.store.Scan("") {
+		keys = append(keys, k)
+	}
+	s.update(c, func(tx *revkv.Txn[[]byte]) {
+		for _, k := range keys {
+			tx.Delete(k)
+		}
+		c.w.Simple("OK")
+	})
+}

@@ -1,0 +1,125 @@
+package main
+
+import "github.com/revkv/revkv"
+
+func init() {
+	register(
+		&command{name: "multi", arity: 1, conn: cmdMulti},
+		&command{name: "exec", arity: 1, conn: cmdExec},
+		&command{name: "discard", arity: 1, conn: cmdDiscard},
+		&command{name: "watch", arity: -2, conn: cmdWatch},
+		&command{name: "unwatch", arity: 1, conn: cmdUnwatch, queueable: true},
+	)
+}
+
+func cmdMulti(s *server, c *client, _ [][]byte) {
+	if c.inMulti {
+		c.w.Error("ERR MULTI calls can not be nested")
+		return
+	}
+	c.inMulti, c.dirty, c.queued = true, false, nil
+	c.w.Simple("OK")
+}
+
+func cmdDiscard(s *server, c *client, _ [][]byte) {
+	if !c.inMulti {
+		c.w.Error("ERR DISCARD without MULTI")
+		return
+	}
+	c.inMulti, c.dirty, c.queued, c.watched = false, false, nil, nil
+	c.w.Simple("OK")
+}
+
+// cmdWatch remembers each key's ModRev: EXEC fails if any moved (a write,
+// a delete or an expiry of the key since).
+func cmdWatch(s *server, c *client, a [][]byte) {
+	if c.inMulti {
+		c.w.Error("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	if c.watched == nil {
+		c.watched = map[string]revkv.Revision{}
+	}
+	_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
+		for _, k := range a[1:] {
+			if _, ok := c.watched[string(k)]; !ok {
+				c.watched[string(k)] = tx.ModRev(string(k))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.w.Error(storeError(err))
+		return
+	}
+	c.w.Simple("OK")
+}
+
+func cmdUnwatch(s *server, c *client, _ [][]byte) {
+	c.watched = nil
+	c.w.Simple("OK")
+}
+
+// cmdExec runs the queued commands in one Update: none of another client's
+// writes come between them, and all of their writes commit together. A
+// command's own error (a wrong type of value, say) is its reply and does
+// not stop the others, as in Redis. Commands that walk the keyspace (KEYS,
+// SCAN, DBSIZE, RANDOMKEY, FLUSHALL) run after it, in their places in the
+// reply.
+func cmdExec(s *server, c *client, _ [][]byte) {
+	if !c.inMulti {
+		c.w.Error("ERR EXEC without MULTI")
+		return
+	}
+	queued, dirty, watched := c.queued, c.dirty, c.watched
+	c.inMulti, c.dirty, c.queued, c.watched = false, false, nil, nil
+	if dirty {
+		c.w.Error("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	// Replies are built aside, per command, so that the ones run after the
+	// Update land in their places.
+	replies := make([][]byte, len(queued))
+	aborted := false
+	mark := c.w.Len()
+	_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
+		for k, rev := range watched {
+			if tx.ModRev(k) != rev {
+				aborted = true
+				return nil
+			}
+		}
+		for i, args := range queued {
+			cmd := lookup(args[0])
+			switch {
+			case cmd.read != nil:
+				cmd.read(c, tx, args)
+			case cmd.write != nil:
+				cmd.write(c, tx, args)
+			default:
+				continue
+			}
+			replies[i] = c.w.Take(mark)
+		}
+		return nil
+	})
+	if err != nil {
+		c.w.Truncate(mark)
+		c.w.Error(storeError(err))
+		return
+	}
+	if aborted {
+		c.w.NullArray()
+		return
+	}
+	for i, args := range queued {
+		if replies[i] == nil {
+			lookup(args[0]).conn(s, c, args)
+			replies[i] = c.w.Take(mark)
+		}
+	}
+	c.w.Array(len(queued))
+	for _, r := range replies {
+		c.w.Raw(r)
+	}
+}

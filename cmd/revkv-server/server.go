@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/resp"
+)
+
+// config is what the flags set.
+type config struct {
+	addr        string
+	requirepass string
+	maxClients  int
+	maxValue    int64
+}
+
+// server speaks RESP to its clients over one store. Every command is one
+// call of the store (an Update when it reads and writes, or writes several
+// keys), so commands are atomic as in Redis; one connection's commands run
+// in order, connections in parallel.
+type server struct {
+	store *revkv.Store[[]byte]
+	cfg   config
+	dir   string   // the store's directory; "" in memory
+	addr  net.Addr // where it listens
+	log   *slog.Logger
+	start time.Time
+
+	nextID atomic.Int64
+	// mu guards clients and closing. It is never held while a client is
+	// served or written to.
+	mu      sync.Mutex
+	clients map[*client]struct{}
+	closing bool
+	conns   sync.WaitGroup // one per client goroutine
+
+	cursors cursors
+	stats   struct {
+		commands    atomic.Int64
+		connections atomic.Int64
+		rejected    atomic.Int64
+	}
+}
+
+func newServer(store *revkv.Store[[]byte], cfg config, log *slog.Logger) *server {
+	if cfg.maxValue <= 0 {
+		cfg.maxValue = resp.DefaultMaxBulk
+	}
+	return &server{store: store, cfg: cfg, log: log, start: time.Now(), clients: map[*client]struct{}{}, cursors: newCursors(4096)}
+}
+
+// client is one connection's state. Its fields are used by its own
+// goroutine only, but for conn, which shutdown may close.
+type client struct {
+	id     int64
+	name   string
+	addr   string
+	conn   net.Conn
+	rd     *resp.Reader
+	w      *resp.Writer
+	authed bool
+	quit   bool // reply, flush, close
+
+	// MULTI: queued is non-nil between MULTI and EXEC/DISCARD; dirty says a
+	// queued command was refused, so EXEC must abort.
+	queued  [][][]byte
+	inMulti bool
+	dirty   bool
+	// watched maps each WATCHed key to its ModRev when watched.
+	watched map[string]revkv.Revision
+}
+
+// serve accepts connections on ln until shutdown closes it.
+func (s *server) serve(ln net.Listener) error {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.accept(conn)
+	}
+}
+
+func (s *server) accept(conn net.Conn) {
+	c := &client{id: s.nextID.Add(1), addr: conn.RemoteAddr().String(), conn: conn,
+		rd: resp.NewReader(conn), w: resp.NewWriter(conn), authed: s.cfg.requirepass == ""}
+	c.rd.MaxBulk = s.cfg.maxValue
+	s.mu.Lock()
+	if s.closing || s.cfg.maxClients > 0 && len(s.clients) >= s.cfg.maxClients {
+		s.mu.Unlock()
+		s.stats.rejected.Add(1)
+		c.w.Error("ERR max number of clients reached")
+		conn.SetWriteDeadline(time.Now().Add(time.Second))
+		c.w.Flush()
+		conn.Close()
+		return
+	}
+	s.clients[c] = struct{}{}
+	s.conns.Add(1)
+	s.mu.Unlock()
+	s.stats.connections.Add(1)
+	go s.handle(c)
+}
+
+// handle runs one connection: read a command, run it, and write the replies
+// once the client has sent nothing more (a pipeline's replies go in one
+// write), or once they pass 64 KiB.
+func (s *server) handle(c *client) {
+	defer func() {
+		c.conn.Close()
+		s.mu.Lock()
+		delete(s.clients, c)
+		s.mu.Unlock()
+		s.conns.Done()
+	}()
+	for {
+		args, err := c.rd.ReadCommand()
+		if err != nil {
+			var pe *resp.ProtocolError
+			if errors.As(err, &pe) {
+				c.w.Error("ERR " + pe.Error())
+				s.log.Debug("protocol error", "client", c.id, "addr", c.addr, "err", pe)
+			}
+			c.w.Flush()
+			return
+		}
+		s.stats.commands.Add(1)
+		s.dispatch(c, args)
+		if c.quit {
+			c.w.Flush()
+			return
+		}
+		if c.rd.Buffered() == 0 || c.w.Len() > 64<<10 {
+			if err := c.w.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// shutdown stops accepting, lets every client finish the commands it has
+// sent (a client's next read finds the deadline), waits up to grace for
+// them, closes what is left, and closes the store.
+func (s *server) shutdown(ln net.Listener, grace time.Duration) error {
+	s.mu.Lock()
+	s.closing = true
+	for c := range s.clients {
+		c.conn.SetReadDeadline(time.Now())
+	}
+	s.mu.Unlock()
+	ln.Close()
+	done := make(chan struct{})
+	go func() { s.conns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		s.mu.Lock()
+		for c := range s.clients {
+			c.conn.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	return s.store.Close()
+}
+
+// listen opens the listening socket.
+func listen(addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	return lc.Listen(context.Background(), "tcp", addr)
+}
+
+// fatal prints an error and exits: flag and startup errors.
+func fatal(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "revkv-server: "+format+"\n", args...)
+	os.Exit(2)
+}

@@ -1,0 +1,501 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/revkv/revkv"
+)
+
+// Values are bytes; keys are strings. A value is copied out of the
+// connection's buffer before it is stored: the store keeps it as given.
+
+func init() {
+	register(
+		&command{name: "get", arity: 2, read: cmdGet},
+		&command{name: "set", arity: -3, write: txSet, direct: setDirect},
+		&command{name: "setnx", arity: 3, write: cmdSetNX},
+		&command{name: "setex", arity: 4, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { setEx(c, tx, a, time.Second, "setex") }},
+		&command{name: "psetex", arity: 4, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { setEx(c, tx, a, time.Millisecond, "psetex") }},
+		&command{name: "getdel", arity: 2, write: cmdGetDel},
+		&command{name: "getex", arity: -2, write: cmdGetEx},
+		&command{name: "getset", arity: 3, write: cmdGetSet},
+		&command{name: "mget", arity: -2, read: cmdMGet},
+		&command{name: "mset", arity: -3, write: cmdMSet},
+		&command{name: "msetnx", arity: -3, write: cmdMSetNX},
+		&command{name: "incr", arity: 2, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { incrBy(c, tx, a[1], 1) }},
+		&command{name: "decr", arity: 2, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { incrBy(c, tx, a[1], -1) }},
+		&command{name: "incrby", arity: 3, write: cmdIncrBy},
+		&command{name: "decrby", arity: 3, write: cmdDecrBy},
+		&command{name: "incrbyfloat", arity: 3, write: cmdIncrByFloat},
+		&command{name: "append", arity: 3, write: cmdAppend},
+		&command{name: "strlen", arity: 2, read: cmdStrlen},
+		&command{name: "getrange", arity: 4, read: cmdGetRange},
+		&command{name: "substr", arity: 4, read: cmdGetRange},
+		&command{name: "setrange", arity: 4, write: cmdSetRange},
+	)
+}
+
+func cmdGet(c *client, r reader, a [][]byte) {
+	if e, ok := r.GetEntry(string(a[1])); ok {
+		c.w.Bulk(e.Value)
+	} else {
+		c.w.Null()
+	}
+}
+
+// setOpts are SET's options.
+type setOpts struct {
+	nx, xx, get, keepTTL bool
+	ttl                  time.Duration // > 0: expire after it
+	past                 bool          // EXAT/PXAT before now: set, and gone at once
+}
+
+// parseSet reads SET's options (after key and value). Redis's rules: one
+// of NX/XX, one expiry option, KEEPTTL with no expiry option.
+func parseSet(a [][]byte) (o setOpts, errMsg string) {
+	expiry := false
+	for i := 3; i < len(a); i++ {
+		opt := strings.ToUpper(string(a[i]))
+		switch {
+		case opt == "NX" && !o.xx:
+			o.nx = true
+		case opt == "XX" && !o.nx:
+			o.xx = true
+		case opt == "GET":
+			o.get = true
+		case opt == "KEEPTTL" && !expiry:
+			o.keepTTL = true
+		case (opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT") && !expiry && !o.keepTTL && i+1 < len(a):
+			expiry = true
+			i++
+			n, ok := parseInt(a[i])
+			if !ok {
+				return o, errNotInt
+			}
+			d, abs, ok := expiryArg(opt, n)
+			if !ok {
+				return o, invalidExpire("set")
+			}
+			if abs {
+				d = time.Until(time.UnixMilli(int64(d / time.Millisecond)))
+				if d <= 0 {
+					o.past = true
+				}
+			}
+			o.ttl = d
+		default:
+			return o, errSyntax
+		}
+	}
+	return o, ""
+}
+
+// expiryArg turns an EX/PX/EXAT/PXAT argument into a duration (abs: since
+// the Unix epoch), refusing what Redis refuses: n <= 0, and what overflows
+// milliseconds.
+func expiryArg(opt string, n int64) (d time.Duration, abs, ok bool) {
+	if n <= 0 {
+		return 0, false, false
+	}
+	unit := time.Millisecond
+	if opt == "EX" || opt == "EXAT" {
+		if n > math.MaxInt64/1000 {
+			return 0, false, false
+		}
+		n *= 1000
+	}
+	if n > int64(math.MaxInt64/unit) {
+		return 0, false, false
+	}
+	return time.Duration(n) * unit, opt == "EXAT" || opt == "PXAT", true
+}
+
+// setDirect: a plain SET is one Put; with options it reads and writes in
+// one Update (txSet).
+func setDirect(s *server, c *client, a [][]byte) bool {
+	if len(a) != 3 {
+		return false
+	}
+	if _, err := s.store.Put(string(a[1]), clone(a[2])); err != nil {
+		c.w.Error(storeError(err))
+		return true
+	}
+	c.w.Simple("OK")
+	return true
+}
+
+func txSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	o, msg := parseSet(a)
+	if msg != "" {
+		c.w.Error(msg)
+		return
+	}
+	key := string(a[1])
+	old, exists := tx.GetEntry(key)
+	reply := func(done bool) {
+		switch {
+		case o.get && exists:
+			c.w.Bulk(old.Value)
+		case o.get || !done:
+			c.w.Null()
+		default:
+			c.w.Simple("OK")
+		}
+	}
+	if o.nx && exists || o.xx && !exists {
+		reply(false)
+		return
+	}
+	v := clone(a[2])
+	switch {
+	case o.past:
+		tx.Delete(key)
+	case o.ttl > 0:
+		tx.PutTTL(key, v, o.ttl)
+	case o.keepTTL:
+		putKeepTTL(tx, key, v, old, exists)
+	default:
+		tx.Put(key, v)
+	}
+	reply(true)
+}
+
+// putKeepTTL writes v under key, keeping the expiry of old (the key's live
+// entry, if exists).
+func putKeepTTL(tx *revkv.Txn[[]byte], key string, v []byte, old revkv.Entry[[]byte], exists bool) {
+	if exists && !old.ExpiresAt.IsZero() {
+		tx.PutTTL(key, v, max(time.Until(old.ExpiresAt), time.Millisecond))
+		return
+	}
+	tx.Put(key, v)
+}
+
+func cmdSetNX(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	key := string(a[1])
+	if _, ok := tx.GetEntry(key); ok {
+		c.w.Int(0)
+		return
+	}
+	tx.Put(key, clone(a[2]))
+	c.w.Int(1)
+}
+
+func setEx(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, name string) {
+	n, ok := parseInt(a[2])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	if n <= 0 || n > int64(math.MaxInt64/unit) || unit == time.Second && n > math.MaxInt64/1000/int64(time.Millisecond) {
+		c.w.Error(invalidExpire(name))
+		return
+	}
+	tx.PutTTL(string(a[1]), clone(a[3]), time.Duration(n)*unit)
+	c.w.Simple("OK")
+}
+
+func cmdGetDel(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	key := string(a[1])
+	e, ok := tx.GetEntry(key)
+	if !ok {
+		c.w.Null()
+		return
+	}
+	tx.Delete(key)
+	c.w.Bulk(e.Value)
+}
+
+// cmdGetEx: GET, then EX/PX/EXAT/PXAT set the expiry, PERSIST removes it.
+func cmdGetEx(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	key := string(a[1])
+	var (
+		ttl     time.Duration
+		persist bool
+		past    bool
+	)
+	switch {
+	case len(a) == 2:
+	case len(a) == 3 && strings.EqualFold(string(a[2]), "PERSIST"):
+		persist = true
+	case len(a) == 4:
+		opt := strings.ToUpper(string(a[2]))
+		if opt != "EX" && opt != "PX" && opt != "EXAT" && opt != "PXAT" {
+			c.w.Error(errSyntax)
+			return
+		}
+		n, ok := parseInt(a[3])
+		if !ok {
+			c.w.Error(errNotInt)
+			return
+		}
+		d, abs, ok := expiryArg(opt, n)
+		if !ok {
+			c.w.Error(invalidExpire("getex"))
+			return
+		}
+		if abs {
+			d = time.Until(time.UnixMilli(int64(d / time.Millisecond)))
+			past = d <= 0
+		}
+		ttl = d
+	default:
+		c.w.Error(errSyntax)
+		return
+	}
+	e, ok := tx.GetEntry(key)
+	if !ok {
+		c.w.Null()
+		return
+	}
+	switch {
+	case past:
+		tx.Delete(key)
+	case ttl > 0:
+		tx.Expire(key, ttl)
+	case persist && !e.ExpiresAt.IsZero():
+		tx.Persist(key)
+	}
+	c.w.Bulk(e.Value)
+}
+
+func cmdGetSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	key := string(a[1])
+	e, ok := tx.GetEntry(key)
+	tx.Put(key, clone(a[2]))
+	if ok {
+		c.w.Bulk(e.Value)
+	} else {
+		c.w.Null()
+	}
+}
+
+func cmdMGet(c *client, r reader, a [][]byte) {
+	c.w.Array(len(a) - 1)
+	for _, k := range a[1:] {
+		cmdGet(c, r, [][]byte{nil, k})
+	}
+}
+
+func cmdMSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	if len(a)%2 != 1 {
+		c.w.Error("ERR wrong number of arguments for 'mset' command")
+		return
+	}
+	for i := 1; i < len(a); i += 2 {
+		tx.Put(string(a[i]), clone(a[i+1]))
+	}
+	c.w.Simple("OK")
+}
+
+func cmdMSetNX(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	if len(a)%2 != 1 {
+		c.w.Error("ERR wrong number of arguments for 'msetnx' command")
+		return
+	}
+	for i := 1; i < len(a); i += 2 {
+		if _, ok := tx.GetEntry(string(a[i])); ok {
+			c.w.Int(0)
+			return
+		}
+	}
+	for i := 1; i < len(a); i += 2 {
+		tx.Put(string(a[i]), clone(a[i+1]))
+	}
+	c.w.Int(1)
+}
+
+func cmdIncrBy(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	n, ok := parseInt(a[2])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	incrBy(c, tx, a[1], n)
+}
+
+func cmdDecrBy(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	n, ok := parseInt(a[2])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	if n == math.MinInt64 {
+		c.w.Error("ERR decrement would overflow")
+		return
+	}
+	incrBy(c, tx, a[1], -n)
+}
+
+// incrBy adds n to key's integer value (0 if missing), keeping its TTL.
+func incrBy(c *client, tx *revkv.Txn[[]byte], k []byte, n int64) {
+	key := string(k)
+	e, ok := tx.GetEntry(key)
+	var cur int64
+	if ok {
+		if cur, ok = parseInt(e.Value); !ok {
+			c.w.Error(errNotInt)
+			return
+		}
+	}
+	if n > 0 && cur > math.MaxInt64-n || n < 0 && cur < math.MinInt64-n {
+		c.w.Error(errOverflow)
+		return
+	}
+	cur += n
+	putKeepTTL(tx, key, strconv.AppendInt(nil, cur, 10), e, e.Key != "")
+	c.w.Int(cur)
+}
+
+func cmdIncrByFloat(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	incr, ok := parseFloat(a[2])
+	if !ok {
+		c.w.Error(errNotFloat)
+		return
+	}
+	key := string(a[1])
+	e, exists := tx.GetEntry(key)
+	var cur float64
+	if exists {
+		if cur, ok = parseFloat(e.Value); !ok {
+			c.w.Error(errNotFloat)
+			return
+		}
+	}
+	cur += incr
+	if math.IsNaN(cur) || math.IsInf(cur, 0) {
+		c.w.Error("ERR increment would produce NaN or Infinity")
+		return
+	}
+	v := formatFloat(cur)
+	putKeepTTL(tx, key, v, e, exists)
+	c.w.Bulk(v)
+}
+
+func cmdAppend(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	key := string(a[1])
+	e, ok := tx.GetEntry(key)
+	v := append(append([]byte(nil), e.Value...), a[2]...)
+	if int64(len(v)) > 512<<20 {
+		c.w.Error(errTooBig)
+		return
+	}
+	putKeepTTL(tx, key, v, e, ok)
+	c.w.Int(int64(len(v)))
+}
+
+func cmdStrlen(c *client, r reader, a [][]byte) {
+	e, _ := r.GetEntry(string(a[1]))
+	c.w.Int(int64(len(e.Value)))
+}
+
+func cmdGetRange(c *client, r reader, a [][]byte) {
+	start, ok1 := parseInt(a[2])
+	end, ok2 := parseInt(a[3])
+	if !ok1 || !ok2 {
+		c.w.Error(errNotInt)
+		return
+	}
+	e, _ := r.GetEntry(string(a[1]))
+	v := e.Value
+	n := int64(len(v))
+	if start < 0 && end < 0 && start > end {
+		c.w.Bulk(nil)
+		return
+	}
+	if start < 0 {
+		start = max(n+start, 0)
+	}
+	if end < 0 {
+		end = max(n+end, 0)
+	}
+	end = min(end, n-1)
+	if start > end || n == 0 {
+		c.w.Bulk(nil)
+		return
+	}
+	c.w.Bulk(v[start : end+1])
+}
+
+func cmdSetRange(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	off, ok := parseInt(a[2])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	if off < 0 {
+		c.w.Error(errOffset)
+		return
+	}
+	key := string(a[1])
+	e, exists := tx.GetEntry(key)
+	if len(a[3]) == 0 {
+		c.w.Int(int64(len(e.Value)))
+		return
+	}
+	if off+int64(len(a[3])) > 512<<20 {
+		c.w.Error(errTooBig)
+		return
+	}
+	v := append([]byte(nil), e.Value...)
+	if need := int(off) + len(a[3]); need > len(v) {
+		v = append(v, make([]byte, need-len(v))...)
+	}
+	copy(v[off:], a[3])
+	putKeepTTL(tx, key, v, e, exists)
+	c.w.Int(int64(len(v)))
+}
+
+func clone(b []byte) []byte { return bytes.Clone(b) }
+
+// parseInt parses a decimal int64 as Redis does: an optional minus, no
+// plus, no spaces, no leading zeros.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	d := b
+	if d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || d[0] < '1' || d[0] > '9' {
+		return 0, false
+	}
+	for _, ch := range d {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}
+
+// parseFloat parses a float as Redis does: no spaces, no NaN.
+func parseFloat(b []byte) (float64, bool) {
+	if len(b) == 0 || b[0] == ' ' || b[len(b)-1] == ' ' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+// formatFloat prints an INCRBYFLOAT result as Redis does (which computes in
+// long double and prints 17 digits): 15 significant digits hide float64's
+// last-digit noise (10.1 + 0.2 is "10.3", not "10.299999999999999"), and
+// no exponent.
+func formatFloat(f float64) []byte {
+	g := strconv.FormatFloat(f, 'g', 15, 64)
+	if strings.ContainsAny(g, "eE") {
+		g = strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return []byte(g)
+}
