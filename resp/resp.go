@@ -139,11 +139,11 @@ func (rd *Reader) line(tooBig string) ([]byte, error) {
 	if errors.Is(err, bufio.ErrBufferFull) {
 		// Longer than the buffer: gather it, up to the limit.
 		buf := append([]byte(nil), line...)
-		for errors.Is(err, bufio.ErrBufferFull) && len(buf) <= MaxInline {
+		for errors.Is(err, bufio.ErrBufferFull) && len(buf) < MaxInline {
 			line, err = rd.r.ReadSlice('\n')
 			buf = append(buf, line...)
 		}
-		if len(buf) > MaxInline {
+		if len(buf) >= MaxInline {
 			return nil, &ProtocolError{tooBig}
 		}
 		line = buf

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/revkv/revkv"
+)
+
+// startServer runs a server on an in-memory store on 127.0.0.1:0 and
+// returns its address; it shuts down when the test ends.
+func startServer(t testing.TB, cfg config, opts ...revkv.Option) (*server, string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := newServer(revkv.New[[]byte](opts...), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s.addr = ln.Addr()
+	done := make(chan error, 1)
+	go func() { done <- s.serve(ln) }()
+	t.Cleanup(func() {
+		require.NoError(t, s.shutdown(ln, 2*time.Second))
+		require.NoError(t, <-done)
+	})
+	return s, ln.Addr().String()
+}
+
+func newClient(t testing.TB, addr string, opts ...func(*redis.Options)) *redis.Client {
+	o := &redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true}
+	for _, f := range opts {
+		f(o)
+	}
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// do sends one command and returns its reply or its error text.
+func do(c interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}, args ...any) any {
+	v, err := c.Do(context.Background(), args...).Result()
+	if err == redis.Nil {
+		return nil
+	}
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return v
+}
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"))
+}
+
+// The edge cases of Redis's own expire tests, and the places where Redis's
+// semantics differ from the library's (the server follows Redis).
+func TestRedisSemantics(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	steps := []struct {
+		args []any
+		want any
+	}{
+		{[]any{"set", "k", "v", "ex", 100}, "OK"},
+		{[]any{"ttl", "k"}, int64(100)},
+		{[]any{"expire", "k", 50}, int64(1)},
+		{[]any{"expire", "k", 60}, int64(1)}, // EXPIRE twice: the second wins
+		{[]any{"ttl", "k"}, int64(60)},
+		{[]any{"persist", "k"}, int64(1)}, // PERSIST undoes EXPIRE
+		{[]any{"ttl", "k"}, int64(-1)},
+		{[]any{"persist", "k"}, int64(0)},
+		{[]any{"ttl", "missing"}, int64(-2)},
+		{[]any{"pttl", "missing"}, int64(-2)},
+		{[]any{"expire", "k", -1}, int64(1)}, // an expiry in the past deletes
+		{[]any{"exists", "k"}, int64(0)},
+		{[]any{"set", "k", "v"}, "OK"},
+		{[]any{"expireat", "k", 1}, int64(1)},
+		{[]any{"get", "k"}, nil},
+		{[]any{"set", "k", "v"}, "OK"},
+		{[]any{"expire", "k", "9223372036854775807"}, "error: ERR invalid expire time in 'expire' command"}, // overflow
+		{[]any{"pexpire", "k", "9223372036854775807"}, "error: ERR invalid expire time in 'pexpire' command"},
+		{[]any{"expire", "k", "x"}, "error: ERR value is not an integer or out of range"},
+		{[]any{"set", "k", "v", "ex", 0}, "error: ERR invalid expire time in 'set' command"},
+		{[]any{"set", "k", "v", "ex", -5}, "error: ERR invalid expire time in 'set' command"},
+		{[]any{"setex", "k", 0, "v"}, "error: ERR invalid expire time in 'setex' command"},
+		{[]any{"set", "k", "v", "nx", "xx"}, "error: ERR syntax error"},
+		{[]any{"set", "k", "v", "ex", 10, "keepttl"}, "error: ERR syntax error"},
+		{[]any{"set", "k", "v2", "px", 100000}, "OK"},
+		{[]any{"set", "k", "v3", "keepttl"}, "OK"}, // KEEPTTL keeps it
+		{[]any{"expiretime", "k"}, "ttl>0"},
+		{[]any{"set", "k", "v4"}, "OK"}, // a plain SET drops it
+		{[]any{"ttl", "k"}, int64(-1)},
+		{[]any{"expire", "k", 10, "gt"}, int64(0)}, // no TTL counts as forever
+		{[]any{"expire", "k", 10, "lt"}, int64(1)},
+		{[]any{"expire", "k", 20, "lt"}, int64(0)},
+		{[]any{"expire", "k", 20, "nx"}, int64(0)},
+		{[]any{"expire", "k", 20, "xx"}, int64(1)},
+		{[]any{"expire", "k", 20, "nx", "xx"}, "error: ERR NX and XX, GT or LT options at the same time are not compatible"},
+		{[]any{"set", "n", "10"}, "OK"},
+		{[]any{"incrby", "n", 5}, int64(15)},
+		{[]any{"decr", "n"}, int64(14)},
+		{[]any{"incr", "k"}, "error: ERR value is not an integer or out of range"},
+		{[]any{"set", "big", "9223372036854775807"}, "OK"},
+		{[]any{"incr", "big"}, "error: ERR increment or decrement would overflow"},
+		{[]any{"incrbyfloat", "f", "10.1"}, "10.1"},
+		{[]any{"incrbyfloat", "f", "0.2"}, "10.3"},
+		{[]any{"append", "s", "ab"}, int64(2)},
+		{[]any{"append", "s", "cd"}, int64(4)},
+		{[]any{"getrange", "s", 1, -2}, "bc"},
+		{[]any{"setrange", "s", 6, "x"}, int64(7)},
+		{[]any{"get", "s"}, "abcd\x00\x00x"},
+		{[]any{"strlen", "s"}, int64(7)},
+		{[]any{"getset", "s", "new"}, "abcd\x00\x00x"},
+		{[]any{"getdel", "s"}, "new"},
+		{[]any{"getdel", "s"}, nil},
+		{[]any{"mset", "a", "1", "b", "2"}, "OK"},
+		{[]any{"mset", "a", "1", "b"}, "error: ERR wrong number of arguments for 'mset' command"},
+		{[]any{"msetnx", "a", "9", "c", "3"}, int64(0)},
+		{[]any{"mget", "a", "b", "c"}, []any{"1", "2", nil}},
+		{[]any{"rename", "a", "c"}, "OK"},
+		{[]any{"rename", "zz", "c"}, "error: ERR no such key"},
+		{[]any{"renamenx", "b", "c"}, int64(0)},
+		{[]any{"copy", "c", "d"}, int64(1)},
+		{[]any{"copy", "c", "d"}, int64(0)},
+		{[]any{"copy", "c", "d", "replace"}, int64(1)},
+		{[]any{"del", "c", "d", "nope"}, int64(2)},
+		{[]any{"type", "b"}, "string"},
+		{[]any{"type", "c"}, "none"},
+		{[]any{"select", 0}, "OK"},
+		{[]any{"select", 1}, "error: ERR DB index is out of range"},
+		{[]any{"client", "setname", "me"}, "OK"},
+		{[]any{"client", "getname"}, "me"},
+		{[]any{"echo", "hi"}, "hi"},
+		{[]any{"ping"}, "PONG"},
+		{[]any{"nosuch", "a"}, "error: ERR unknown command 'nosuch', with args beginning with: 'a' "},
+		{[]any{"get"}, "error: ERR wrong number of arguments for 'get' command"},
+		{[]any{"hello", "3"}, "error: NOPROTO unsupported protocol version"},
+	}
+	for i, st := range steps {
+		got := do(c, st.args...)
+		if st.want == "ttl>0" {
+			require.Greater(t, got, int64(time.Now().Unix()), "step %d %v", i, st.args)
+			continue
+		}
+		require.Equal(t, st.want, got, "step %d %v", i, st.args)
+	}
+}
+
+// MULTI/EXEC is one Update; WATCH makes EXEC fail once a watched key moved.
+func TestMultiExec(t *testing.T) {
+	s, addr := startServer(t, config{})
+	ctx := context.Background()
+	rdb := newClient(t, addr)
+	c := rdb.Conn()
+	defer c.Close()
+	require.Equal(t, "OK", do(c, "multi"))
+	require.Equal(t, "QUEUED", do(c, "set", "a", "1"))
+	require.Equal(t, "QUEUED", do(c, "incr", "a"))
+	require.Equal(t, "error: ERR wrong number of arguments for 'incr' command", do(c, "incr", "x", "y")) // refused: EXEC aborts
+	require.Equal(t, "error: EXECABORT Transaction discarded because of previous errors.", do(c, "exec"))
+	require.Nil(t, do(c, "get", "a"))
+
+	rev := s.store.Rev()
+	require.Equal(t, "OK", do(c, "multi"))
+	do(c, "set", "a", "1")
+	do(c, "incr", "a")
+	do(c, "set", "b", "x")
+	do(c, "incr", "b") // a runtime error: its reply, the rest goes on
+	do(c, "dbsize")
+	require.Equal(t, []any{"OK", int64(2), "OK", "error", int64(2)}, execReplies(t, c))
+	require.Equal(t, rev+3, s.store.Rev(), "three writes, in one Update")
+	es := s.store.History("a")
+	require.Equal(t, es[len(es)-1].Time, s.store.History("b")[0].Time, "one commit time")
+
+	// WATCH: another client's write makes EXEC return nil.
+	require.Equal(t, "OK", do(c, "watch", "a"))
+	require.Equal(t, "OK", do(rdb, "set", "a", "changed"))
+	do(c, "multi")
+	do(c, "set", "a", "mine")
+	require.Nil(t, do(c, "exec"))
+	require.Equal(t, "changed", do(rdb, "get", "a"))
+	// Unchanged: it goes through.
+	do(c, "watch", "a", "nokey")
+	do(c, "multi")
+	do(c, "set", "a", "mine")
+	require.Equal(t, []any{"OK"}, do(c, "exec"))
+	// An expiry of a watched key counts as a change.
+	do(c, "set", "t", "v", "px", 30)
+	do(c, "watch", "t")
+	time.Sleep(60 * time.Millisecond)
+	do(c, "multi")
+	do(c, "set", "t", "again")
+	require.Nil(t, do(c, "exec"))
+	require.Equal(t, "error: ERR EXEC without MULTI", do(c, "exec"))
+	require.Equal(t, "error: ERR DISCARD without MULTI", do(c, "discard"))
+	do(c, "multi")
+	require.Equal(t, "error: ERR MULTI calls can not be nested", do(c, "multi"))
+	require.Equal(t, "error: ERR WATCH inside MULTI is not allowed", do(c, "watch", "a"))
+	require.Equal(t, "OK", do(c, "discard"))
+	_ = ctx
+}
+
+func execReplies(t *testing.T, c *redis.Conn) []any {
+	v, err := c.Do(context.Background(), "exec").Result()
+	require.NoError(t, err)
+	out := []any{}
+	for _, r := range v.([]any) {
+		if _, ok := r.(redis.Error); ok {
+			out = append(out, "error")
+		} else {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// The history commands.
+func TestHistoryCommands(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	do(c, "set", "cfg/a", "1")
+	do(c, "set", "cfg/a", "2")
+	do(c, "set", "cfg/b", "x", "px", 100000)
+	do(c, "del", "cfg/b")
+	require.Equal(t, int64(4), do(c, "revkv.rev"))
+	require.Equal(t, "1", do(c, "revkv.getat", "cfg/a", 1))
+	require.Equal(t, nil, do(c, "revkv.getat", "cfg/b", 4))
+	require.Equal(t, "error: FUTUREREV revkv: get \"cfg/a\" at 9: required revision is a future revision (latest is 4)", do(c, "revkv.getat", "cfg/a", 9))
+	h := do(c, "revkv.history", "cfg/b").([]any)
+	require.Len(t, h, 2)
+	require.Equal(t, int64(3), h[0].([]any)[0])
+	require.Equal(t, "put", h[0].([]any)[1])
+	require.Equal(t, "x", h[0].([]any)[3])
+	require.NotNil(t, h[0].([]any)[4], "expires-at")
+	require.Equal(t, "delete", h[1].([]any)[1])
+	require.Len(t, do(c, "revkv.history", "cfg/a", "count", 1), 1)
+	ch := do(c, "revkv.changes", "cfg/", 2, 4).([]any)
+	require.Len(t, ch, 3)
+	require.Equal(t, "cfg/b", ch[2].([]any)[5])
+	time.Sleep(5 * time.Millisecond) // a millisecond after the writes, before now
+	now := time.Now().UnixMilli() - 1
+	require.Equal(t, "2", do(c, "revkv.getasof", "cfg/a", now))
+	require.Equal(t, "OK", do(c, "revkv.compact", 3))
+	require.Equal(t, int64(3), do(c, "revkv.floor"))
+	got := do(c, "revkv.getat", "cfg/a", 1).(string)
+	require.True(t, strings.HasPrefix(got, "error: COMPACTED "), got)
+	got = do(c, "revkv.changes", "cfg/", 1, 4).(string)
+	require.True(t, strings.HasPrefix(got, "error: COMPACTED "), got)
+}
+
+// REVKV.WATCH streams entries, history first, on its connection.
+func TestWatchCommand(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	do(c, "set", "w/a", "1")
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	fmt.Fprintf(conn, "REVKV.WATCH w/ 1\r\n")
+	r := bufio.NewReader(conn)
+	line, _ := r.ReadString('\n')
+	require.Equal(t, "+OK\r\n", line)
+	do(c, "set", "w/b", "2")
+	do(c, "set", "other", "3")
+	do(c, "del", "w/a")
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got []string
+	for len(got) < 3 {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		if op := strings.TrimSpace(line); op == "put" || op == "delete" {
+			got = append(got, op)
+		}
+	}
+	require.Equal(t, []string{"put", "put", "delete"}, got)
+}
+
+// Bad clients get a protocol error and a closed connection; nobody else
+// notices.
+func TestHostileClients(t *testing.T) {
+	s, addr := startServer(t, config{maxValue: 1 << 20, maxClients: 3000})
+	c := newClient(t, addr)
+	send := func(raw string) string {
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(conn, raw)
+		out, _ := io.ReadAll(conn) // the server closes it
+		return string(out)
+	}
+	require.Equal(t, "-ERR Protocol error: invalid multibulk length\r\n", send("*x\r\n"))
+	require.Equal(t, "-ERR Protocol error: invalid bulk length\r\n", send("*1\r\n$99999999999\r\n"))
+	require.Equal(t, "-ERR Protocol error: invalid bulk length\r\n", send("*1\r\n$2000000\r\n"), "over --max-value")
+	require.Equal(t, "-ERR Protocol error: expected '$', got 'x'\r\n", send("*1\r\nx\r\n"))
+	require.Equal(t, "-ERR Protocol error: unbalanced quotes in request\r\n", send("set \"a b\r\n"))
+	require.Equal(t, "-ERR Protocol error: too big inline request\r\n", send(strings.Repeat("a", 70<<10)))
+	require.Equal(t, "+PONG\r\n+OK\r\n$1\r\nv\r\n+OK\r\n", send("PING\r\n*3\r\n$3\r\nset\r\n$1\r\nk\r\n$1\r\nv\r\nget k\r\nQUIT\r\n"), "inline and multibulk mixed, then QUIT")
+	// A client dropped in the middle of a pipeline and of a bulk string.
+	conn, _ := net.Dial("tcp", addr)
+	io.WriteString(conn, "*3\r\n$3\r\nset\r\n$1\r\nq\r\n$100\r\nabc")
+	conn.Close()
+	// A client that never reads its replies fills its socket and waits;
+	// others are served meanwhile.
+	do(c, "set", "big", strings.Repeat("x", 64<<10))
+	stuck, _ := net.Dial("tcp", addr)
+	defer stuck.Close()
+	go func() {
+		for range 2000 {
+			if _, err := io.WriteString(stuck, "GET big\r\n"); err != nil {
+				return
+			}
+		}
+	}()
+	// Thousands of idle connections.
+	var idle []net.Conn
+	for range 1000 {
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		idle = append(idle, conn)
+	}
+	start := time.Now()
+	require.Equal(t, "PONG", do(c, "ping"))
+	require.Equal(t, "OK", do(c, "set", "still", "here"))
+	t.Logf("served beside a stuck client and 1,000 idle ones in %v", time.Since(start))
+	for _, conn := range idle {
+		conn.Close()
+	}
+	_ = s
+}
+
+// --requirepass: AUTH with Redis's texts.
+func TestAuth(t *testing.T) {
+	_, addr := startServer(t, config{requirepass: "sesame"})
+	c := newClient(t, addr)
+	require.Equal(t, "error: NOAUTH Authentication required.", do(c, "get", "a"))
+	require.Equal(t, "error: WRONGPASS invalid username-password pair or user is disabled.", do(c, "auth", "nope"))
+	ok := newClient(t, addr, func(o *redis.Options) { o.Password = "sesame" })
+	require.Equal(t, "PONG", do(ok, "ping"))
+	_, addr2 := startServer(t, config{})
+	require.Equal(t, "error: ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?", do(newClient(t, addr2), "auth", "x"))
+}
+
+// go-redis's defaults: HELLO 3 first, and RESP2 after the error; pipelines.
+func TestGoRedisDefaults(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	require.NoError(t, c.Set(ctx, "a", "1", time.Minute).Err())
+	require.Equal(t, "1", c.Get(ctx, "a").Val())
+	require.InDelta(t, time.Minute, c.TTL(ctx, "a").Val(), float64(time.Second))
+	pipe := c.Pipeline()
+	for i := range 100 {
+		pipe.Set(ctx, fmt.Sprint("p", i), i, 0)
+		pipe.Get(ctx, fmt.Sprint("p", i))
+	}
+	cmds, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "99", cmds[199].(*redis.StringCmd).Val())
+	keys, cursor, err := c.Scan(ctx, 0, "p*", 30).Result()
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for {
+		for _, k := range keys {
+			seen[k] = true
+		}
+		if cursor == 0 {
+			break
+		}
+		c.Set(ctx, "p-new", 1, 0) // writes between calls do not break the cursor
+		keys, cursor, err = c.Scan(ctx, cursor, "p*", 30).Result()
+		require.NoError(t, err)
+	}
+	for i := range 100 {
+		require.True(t, seen[fmt.Sprint("p", i)], "p%d", i)
+	}
+	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, "n")
+		p.Incr(ctx, "n")
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, "2", c.Get(ctx, "n").Val())
+}
