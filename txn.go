@@ -2,6 +2,8 @@ package revkv
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/revkv/revkv/revlog"
@@ -203,6 +205,51 @@ func (t *Txn[V]) ModRev(key string) Revision {
 		return Revision(tx.base + int64(i) + 1)
 	}
 	return Revision(e.Rev)
+}
+
+// Keys returns the keys with prefix that are live as the transaction sees
+// them, its own writes included, in byte order: what Scan would yield if
+// the transaction committed now. It costs O(keys with the prefix).
+func (t *Txn[V]) Keys(prefix string) []string {
+	tx := t.b
+	if tx == nil {
+		return nil
+	}
+	s := tx.s
+	var keys []string
+	s.tree.AscendGreaterOrEqual(&keyLog[V]{key: prefix}, func(kl *keyLog[V]) bool {
+		if !strings.HasPrefix(kl.key, prefix) {
+			return false
+		}
+		keys = append(keys, kl.key)
+		return true
+	})
+	// Keys the tree does not hold yet: the transaction's own, and those of
+	// a drain's earlier writes, which reach the tree when it publishes.
+	inTree := len(keys)
+	if s.d != nil {
+		for k := range s.d.newKeys {
+			if strings.HasPrefix(k, prefix) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	for i := range tx.changes {
+		if k := tx.changes[i].key; strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) > inTree {
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+	}
+	live := keys[:0]
+	for _, k := range keys {
+		if _, ok, _, _ := tx.current(k); ok {
+			live = append(live, k)
+		}
+	}
+	return live
 }
 
 // Put writes value under key with no TTL, as Store.Put does.

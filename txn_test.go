@@ -359,3 +359,36 @@ func TestTxnModRev(t *testing.T) {
 	s.Update(func(tx *revkv.Txn[string]) error { kept = tx; return nil })
 	require.Equal(t, revkv.Revision(0), kept.ModRev("a"), "a handle kept past its Update")
 }
+
+// Keys lists the live keys as the transaction sees them, in order.
+func TestTxnKeys(t *testing.T) {
+	for _, dir := range []string{"", t.TempDir()} {
+		s := revkv.New[string]()
+		if dir != "" {
+			var err error
+			s, err = revkv.Open(dir, revkv.StringCodec())
+			require.NoError(t, err)
+		}
+		s.Put("a/1", "x")
+		s.Put("a/2", "x")
+		s.Put("b", "x")
+		s.PutTTL("a/3", "x", time.Nanosecond)
+		time.Sleep(time.Millisecond)
+		_, err := s.Update(func(tx *revkv.Txn[string]) error {
+			require.Equal(t, []string{"a/1", "a/2"}, tx.Keys("a/"), "an expired key is not live")
+			tx.Delete("a/1")
+			tx.Put("a/0", "y")
+			tx.Put("a/9", "y")
+			require.Equal(t, []string{"a/0", "a/2", "a/9"}, tx.Keys("a/"))
+			require.Equal(t, []string{"a/0", "a/2", "a/9", "b"}, tx.Keys(""))
+			for _, k := range tx.Keys("") {
+				tx.Delete(k)
+			}
+			require.Empty(t, tx.Keys(""))
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, 0, s.Len())
+		require.NoError(t, s.Close())
+	}
+}

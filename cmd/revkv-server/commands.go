@@ -23,14 +23,33 @@ type command struct {
 	// direct, if set, answers outside MULTI without an Update when it can
 	// (a plain SET is one Put) and says whether it did.
 	direct func(s *server, c *client, args [][]byte) bool
-	// queueable conn commands run at EXEC time, outside the transaction.
+	// queueable is documentation: conn commands queued by MULTI run at
+	// EXEC, after its Update, each in its place in the reply.
 	queueable bool
 }
 
-// reader is what read commands need: the store, or a transaction.
+// reader is what read commands need: the store (storeReader), or a
+// transaction (txReader).
 type reader interface {
 	GetEntry(key string) (revkv.Entry[[]byte], bool)
+	// Keys returns the live keys with prefix, in order.
+	Keys(prefix string) []string
+	Len() int
 }
+
+type storeReader struct{ *revkv.Store[[]byte] }
+
+func (r storeReader) Keys(prefix string) []string {
+	var keys []string
+	for k := range r.Scan(prefix) {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+type txReader struct{ *revkv.Txn[[]byte] }
+
+func (r txReader) Len() int { return len(r.Keys("")) }
 
 var commands = map[string]*command{}
 
@@ -56,6 +75,9 @@ func lookup(name []byte) *command {
 	return commands[string(buf[:len(name)])]
 }
 
+// notQueued are the commands MULTI runs at once instead of queueing.
+var notQueued = map[string]bool{"multi": true, "exec": true, "discard": true, "watch": true, "quit": true, "revkv.watch": true}
+
 // noAuth are the commands a client may send before AUTH.
 var noAuth = map[string]bool{"auth": true, "hello": true, "quit": true}
 
@@ -79,7 +101,7 @@ func (s *server) dispatch(c *client, args [][]byte) {
 		c.w.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
 	}
-	if c.inMulti && (cmd.conn == nil || cmd.queueable) {
+	if c.inMulti && !notQueued[cmd.name] {
 		c.queued = append(c.queued, copyArgs(args))
 		c.w.Simple("QUEUED")
 		return
@@ -91,7 +113,7 @@ func (s *server) dispatch(c *client, args [][]byte) {
 	case cmd.conn != nil:
 		cmd.conn(s, c, args)
 	case cmd.read != nil:
-		cmd.read(c, s.store, args)
+		cmd.read(c, storeReader{s.store}, args)
 	default:
 		s.update(c, func(tx *revkv.Txn[[]byte]) { cmd.write(c, tx, args) })
 	}

@@ -29,14 +29,12 @@ func init() {
 		&command{name: "expiretime", arity: 2, read: func(c *client, r reader, a [][]byte) { ttl(c, r, a, time.Second, true) }},
 		&command{name: "pexpiretime", arity: 2, read: func(c *client, r reader, a [][]byte) { ttl(c, r, a, time.Millisecond, true) }},
 		&command{name: "persist", arity: 2, write: cmdPersist},
-		// These walk the keyspace. Inside MULTI they run at EXEC, in order,
-		// but outside its Update: a transaction cannot walk the store.
-		&command{name: "keys", arity: 2, conn: cmdKeys, queueable: true},
-		&command{name: "scan", arity: -2, conn: cmdScan, queueable: true},
-		&command{name: "randomkey", arity: 1, conn: cmdRandomKey, queueable: true},
-		&command{name: "dbsize", arity: 1, conn: func(s *server, c *client, _ [][]byte) { c.w.Int(int64(s.store.Len())) }, queueable: true},
-		&command{name: "flushdb", arity: -1, conn: cmdFlush, queueable: true},
-		&command{name: "flushall", arity: -1, conn: cmdFlush, queueable: true},
+		&command{name: "keys", arity: 2, read: cmdKeys},
+		&command{name: "scan", arity: -2, read: cmdScan},
+		&command{name: "randomkey", arity: 1, read: cmdRandomKey},
+		&command{name: "dbsize", arity: 1, read: func(c *client, r reader, _ [][]byte) { c.w.Int(int64(r.Len())) }},
+		&command{name: "flushdb", arity: -1, write: cmdFlush},
+		&command{name: "flushall", arity: -1, write: cmdFlush},
 	)
 }
 
@@ -137,11 +135,6 @@ func cmdCopy(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 // An expiry at or before now deletes the key, as in Redis.
 func expire(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, abs bool) {
 	name := strings.ToLower(string(a[0]))
-	n, ok := parseInt(a[2])
-	if !ok {
-		c.w.Error(errNotInt)
-		return
-	}
 	var nx, xx, gt, lt bool
 	for _, o := range a[3:] {
 		switch strings.ToUpper(string(o)) {
@@ -164,6 +157,11 @@ func expire(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, ab
 	}
 	if gt && lt {
 		c.w.Error("ERR GT and LT options at the same time are not compatible")
+		return
+	}
+	n, ok := parseInt(a[2]) // after the options, as Redis
+	if !ok {
+		c.w.Error(errNotInt)
 		return
 	}
 	// The new expiry in Unix milliseconds, refusing what overflows.
@@ -207,10 +205,9 @@ func expire(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, ab
 		c.w.Int(1)
 		return
 	}
-	d := time.Duration(ms-now) * time.Millisecond
-	if ms-now > int64(math.MaxInt64/time.Millisecond) {
-		d = math.MaxInt64
-	}
+	// The store's clock ends in 2262 (Unix nanoseconds in an int64): a later
+	// expiry, which Redis accepts, is kept at that end.
+	d := time.Duration(min(ms-now, int64(lastExpiry().Sub(time.Now())/time.Millisecond))) * time.Millisecond
 	if err := tx.Expire(key, d); err != nil {
 		c.w.Error(invalidExpire(name))
 		return
@@ -252,9 +249,9 @@ func cmdPersist(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	c.w.Int(1)
 }
 
-func cmdKeys(s *server, c *client, a [][]byte) {
+func cmdKeys(c *client, r reader, a [][]byte) {
 	var keys []string
-	for k := range s.store.Scan(literalPrefix(a[1])) {
+	for _, k := range r.Keys(literalPrefix(a[1])) {
 		if match(a[1], k) {
 			keys = append(keys, k)
 		}
@@ -301,7 +298,8 @@ func (cs *cursors) get(id uint64) (string, bool) {
 	return after, ok
 }
 
-func cmdScan(s *server, c *client, a [][]byte) {
+func cmdScan(c *client, r reader, a [][]byte) {
+	s := c.srv
 	id, err := strconv.ParseUint(string(a[1]), 10, 64)
 	if err != nil {
 		c.w.Error("ERR invalid cursor")
@@ -349,7 +347,7 @@ func cmdScan(s *server, c *client, a [][]byte) {
 	var keys []string
 	last, more := "", false
 	seen := int64(0)
-	for k := range s.store.Scan("") {
+	for _, k := range r.Keys("") {
 		if id != 0 && k <= after {
 			continue
 		}
@@ -375,40 +373,28 @@ func cmdScan(s *server, c *client, a [][]byte) {
 	}
 }
 
-func cmdRandomKey(s *server, c *client, _ [][]byte) {
-	n := s.store.Len()
-	if n == 0 {
+func cmdRandomKey(c *client, r reader, _ [][]byte) {
+	keys := r.Keys("")
+	if len(keys) == 0 {
 		c.w.Null()
 		return
 	}
-	i := rand.IntN(n)
-	for k := range s.store.Scan("") {
-		if i == 0 {
-			c.w.BulkString(k)
-			return
-		}
-		i--
-	}
-	c.w.Null() // keys went away meanwhile
+	c.w.BulkString(keys[rand.IntN(len(keys))])
 }
 
 // cmdFlush deletes every key in one Update: each delete is on the record,
-// as any other. The keys are listed just before the Update (a transaction
-// cannot walk the store), so a key another client creates in between
-// survives it.
-func cmdFlush(s *server, c *client, a [][]byte) {
+// as any other.
+func cmdFlush(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	if len(a) > 2 || len(a) == 2 && !strings.EqualFold(string(a[1]), "ASYNC") && !strings.EqualFold(string(a[1]), "SYNC") {
 		c.w.Error(errSyntax)
 		return
 	}
-	var keys []string
-	for k := range s.store.Scan("") {
-		keys = append(keys, k)
+	for _, k := range tx.Keys("") {
+		tx.Delete(k)
 	}
-	s.update(c, func(tx *revkv.Txn[[]byte]) {
-		for _, k := range keys {
-			tx.Delete(k)
-		}
-		c.w.Simple("OK")
-	})
+	c.w.Simple("OK")
 }
+
+// lastExpiry is the last instant the store can expire a key at, less a
+// minute of margin for the time between now and the write.
+func lastExpiry() time.Time { return time.Unix(0, math.MaxInt64).Add(-time.Minute) }

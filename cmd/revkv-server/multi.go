@@ -63,9 +63,9 @@ func cmdUnwatch(s *server, c *client, _ [][]byte) {
 // cmdExec runs the queued commands in one Update: none of another client's
 // writes come between them, and all of their writes commit together. A
 // command's own error (a wrong type of value, say) is its reply and does
-// not stop the others, as in Redis. Commands that walk the keyspace (KEYS,
-// SCAN, DBSIZE, RANDOMKEY, FLUSHALL) run after it, in their places in the
-// reply.
+// not stop the others, as in Redis. Commands on the connection or the
+// server (PING, SELECT, INFO, REVKV.*...) run after it, in their places in
+// the reply.
 func cmdExec(s *server, c *client, _ [][]byte) {
 	if !c.inMulti {
 		c.w.Error("ERR EXEC without MULTI")
@@ -93,7 +93,7 @@ func cmdExec(s *server, c *client, _ [][]byte) {
 			cmd := lookup(args[0])
 			switch {
 			case cmd.read != nil:
-				cmd.read(c, tx, args)
+				cmd.read(c, txReader{tx}, args)
 			case cmd.write != nil:
 				cmd.write(c, tx, args)
 			default:

@@ -61,6 +61,7 @@ func newServer(store *revkv.Store[[]byte], cfg config, log *slog.Logger) *server
 // client is one connection's state. Its fields are used by its own
 // goroutine only, but for conn, which shutdown may close.
 type client struct {
+	srv    *server
 	id     int64
 	name   string
 	addr   string
@@ -101,7 +102,7 @@ func (s *server) serve(ln net.Listener) error {
 }
 
 func (s *server) accept(conn net.Conn) {
-	c := &client{id: s.nextID.Add(1), addr: conn.RemoteAddr().String(), conn: conn,
+	c := &client{srv: s, id: s.nextID.Add(1), addr: conn.RemoteAddr().String(), conn: conn,
 		rd: resp.NewReader(conn), w: resp.NewWriter(conn), authed: s.cfg.requirepass == ""}
 	c.rd.MaxBulk = s.cfg.maxValue
 	s.mu.Lock()

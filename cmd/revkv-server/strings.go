@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -54,10 +55,13 @@ type setOpts struct {
 	past                 bool          // EXAT/PXAT before now: set, and gone at once
 }
 
-// parseSet reads SET's options (after key and value). Redis's rules: one
-// of NX/XX, one expiry option, KEEPTTL with no expiry option.
+// parseSet reads SET's options (after key and value) as Redis does: the
+// syntax first — one of NX and XX, one kind of expiry (repeating it is
+// allowed: the last wins), KEEPTTL only without an expiry — then the
+// expiry's value.
 func parseSet(a [][]byte) (o setOpts, errMsg string) {
-	expiry := false
+	var exp string
+	var val []byte
 	for i := 3; i < len(a); i++ {
 		opt := strings.ToUpper(string(a[i]))
 		switch {
@@ -67,30 +71,31 @@ func parseSet(a [][]byte) (o setOpts, errMsg string) {
 			o.xx = true
 		case opt == "GET":
 			o.get = true
-		case opt == "KEEPTTL" && !expiry:
+		case opt == "KEEPTTL" && exp == "":
 			o.keepTTL = true
-		case (opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT") && !expiry && !o.keepTTL && i+1 < len(a):
-			expiry = true
+		case (opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT") && !o.keepTTL && (exp == "" || exp == opt) && i+1 < len(a):
+			exp, val = opt, a[i+1]
 			i++
-			n, ok := parseInt(a[i])
-			if !ok {
-				return o, errNotInt
-			}
-			d, abs, ok := expiryArg(opt, n)
-			if !ok {
-				return o, invalidExpire("set")
-			}
-			if abs {
-				d = time.Until(time.UnixMilli(int64(d / time.Millisecond)))
-				if d <= 0 {
-					o.past = true
-				}
-			}
-			o.ttl = d
 		default:
 			return o, errSyntax
 		}
 	}
+	if exp == "" {
+		return o, ""
+	}
+	n, ok := parseInt(val)
+	if !ok {
+		return o, errNotInt
+	}
+	d, abs, ok := expiryArg(exp, n)
+	if !ok {
+		return o, invalidExpire("set")
+	}
+	if abs {
+		d = time.Until(time.UnixMilli(int64(d / time.Millisecond)))
+		o.past = d <= 0
+	}
+	o.ttl = min(d, time.Until(lastExpiry()))
 	return o, ""
 }
 
@@ -152,7 +157,8 @@ func txSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	}
 	v := clone(a[2])
 	switch {
-	case o.past:
+	case o.past: // set, and gone at once: both on the record, as Redis's WATCH sees it
+		tx.Put(key, v)
 		tx.Delete(key)
 	case o.ttl > 0:
 		tx.PutTTL(key, v, o.ttl)
@@ -212,21 +218,25 @@ func cmdGetDel(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 // cmdGetEx: GET, then EX/PX/EXAT/PXAT set the expiry, PERSIST removes it.
 func cmdGetEx(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	key := string(a[1])
-	var (
-		ttl     time.Duration
-		persist bool
-		past    bool
-	)
-	switch {
-	case len(a) == 2:
-	case len(a) == 3 && strings.EqualFold(string(a[2]), "PERSIST"):
-		persist = true
-	case len(a) == 4:
-		opt := strings.ToUpper(string(a[2]))
-		if opt != "EX" && opt != "PX" && opt != "EXAT" && opt != "PXAT" {
-			c.w.Error(errSyntax)
-			return
-		}
+	// As Redis: the syntax first, then a missing key is nil whatever the
+	// expiry's value, then the value.
+	persist := len(a) == 3 && strings.EqualFold(string(a[2]), "PERSIST")
+	opt := ""
+	if len(a) == 4 {
+		opt = strings.ToUpper(string(a[2]))
+	}
+	if len(a) != 2 && !persist && opt != "EX" && opt != "PX" && opt != "EXAT" && opt != "PXAT" {
+		c.w.Error(errSyntax)
+		return
+	}
+	e, ok := tx.GetEntry(key)
+	if !ok {
+		c.w.Null()
+		return
+	}
+	var ttl time.Duration
+	past := false
+	if opt != "" {
 		n, ok := parseInt(a[3])
 		if !ok {
 			c.w.Error(errNotInt)
@@ -241,15 +251,7 @@ func cmdGetEx(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 			d = time.Until(time.UnixMilli(int64(d / time.Millisecond)))
 			past = d <= 0
 		}
-		ttl = d
-	default:
-		c.w.Error(errSyntax)
-		return
-	}
-	e, ok := tx.GetEntry(key)
-	if !ok {
-		c.w.Null()
-		return
+		ttl = min(d, time.Until(lastExpiry()))
 	}
 	switch {
 	case past:
@@ -350,29 +352,50 @@ func incrBy(c *client, tx *revkv.Txn[[]byte], k []byte, n int64) {
 	c.w.Int(cur)
 }
 
+// cmdIncrByFloat adds as Redis does: in the x87 long double (a 64-bit
+// mantissa), printed with 17 digits after the point and its trailing zeros
+// cut, so that the same additions give the same strings (10.1 + 0.2 is
+// "10.3"; 20 more additions may show "...99999999999999996", as Redis does).
 func cmdIncrByFloat(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
-	incr, ok := parseFloat(a[2])
+	incr, ok := parseLongDouble(a[2])
 	if !ok {
 		c.w.Error(errNotFloat)
 		return
 	}
 	key := string(a[1])
 	e, exists := tx.GetEntry(key)
-	var cur float64
+	cur := new(big.Float).SetPrec(64)
 	if exists {
-		if cur, ok = parseFloat(e.Value); !ok {
+		if cur, ok = parseLongDouble(e.Value); !ok {
 			c.w.Error(errNotFloat)
 			return
 		}
 	}
-	cur += incr
-	if math.IsNaN(cur) || math.IsInf(cur, 0) {
+	cur.Add(cur, incr)
+	if cur.IsInf() || cur.MantExp(nil) > 16384 {
 		c.w.Error("ERR increment would produce NaN or Infinity")
 		return
 	}
-	v := formatFloat(cur)
+	v := []byte(cur.Text('f', 17))
+	if bytes.IndexByte(v, '.') >= 0 {
+		v = bytes.TrimRight(v, "0")
+		v = bytes.TrimSuffix(v, []byte("."))
+	}
 	putKeepTTL(tx, key, v, e, exists)
 	c.w.Bulk(v)
+}
+
+// parseLongDouble parses a float to a long double's precision, refusing
+// what Redis refuses: spaces, NaN, and what is not a number.
+func parseLongDouble(b []byte) (*big.Float, bool) {
+	if len(b) == 0 || b[0] == ' ' || b[len(b)-1] == ' ' {
+		return nil, false
+	}
+	f, _, err := big.ParseFloat(string(b), 10, 64, big.ToNearestEven)
+	if err != nil || f.IsInf() {
+		return nil, false
+	}
+	return f, true
 }
 
 func cmdAppend(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
@@ -474,28 +497,4 @@ func parseInt(b []byte) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	return n, err == nil
-}
-
-// parseFloat parses a float as Redis does: no spaces, no NaN.
-func parseFloat(b []byte) (float64, bool) {
-	if len(b) == 0 || b[0] == ' ' || b[len(b)-1] == ' ' {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil || math.IsNaN(f) {
-		return 0, false
-	}
-	return f, true
-}
-
-// formatFloat prints an INCRBYFLOAT result as Redis does (which computes in
-// long double and prints 17 digits): 15 significant digits hide float64's
-// last-digit noise (10.1 + 0.2 is "10.3", not "10.299999999999999"), and
-// no exponent.
-func formatFloat(f float64) []byte {
-	g := strconv.FormatFloat(f, 'g', 15, 64)
-	if strings.ContainsAny(g, "eE") {
-		g = strconv.FormatFloat(f, 'f', -1, 64)
-	}
-	return []byte(g)
 }
