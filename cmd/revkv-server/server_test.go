@@ -58,8 +58,17 @@ func do(c interface {
 	return v
 }
 
+// quietRedis drops go-redis's log: redialling a server a test killed is
+// expected.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"))
+	redis.SetLogger(quietRedis{})
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial")) // its redial loop after a killed server
 }
 
 // The edge cases of Redis's own expire tests, and the places where Redis's
