@@ -193,6 +193,16 @@ func (s *state[V]) compactKeyLocked(kl *keyLog[V]) int {
 // removeKeyLocked takes kl out of the index, the tree and the slots (moving
 // the last slot's key into its place).
 func (s *state[V]) removeKeyLocked(kl *keyLog[V]) {
+	if last, ok := kl.log.Last(); ok {
+		s.removals = append(s.removals, removal{kl.key, last.Rev})
+		if len(s.removals) > maxRemovals {
+			half := len(s.removals) / 2
+			for _, r := range s.removals[:half] {
+				s.removedFloor = max(s.removedFloor, r.rev)
+			}
+			s.removals = append(s.removals[:0:0], s.removals[half:]...)
+		}
+	}
 	s.indexMu.Lock()
 	delete(s.index, kl.key)
 	s.indexMu.Unlock()

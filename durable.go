@@ -138,6 +138,9 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 		return fail(err)
 	}
 	d.w.SegmentSize = 1<<63 - 1 // segments end at checkpoints
+	// The keys compactions removed before this Open are not known: a
+	// Changes from at or below the last compaction is ErrCompacted.
+	st.removals, st.removedFloor = nil, st.compactRev
 	return st.start(), nil
 }
 
@@ -372,6 +375,7 @@ func (s *state[V]) runRequest(r *request[V]) {
 // in one step, then drops what the history cap cut during the drain.
 func (s *state[V]) publishLocked() {
 	d := s.d
+	first := s.order.Head().Rev + 1 // the drain's first revision
 	s.indexMu.Lock()
 	for _, p := range d.pending {
 		s.index[p.key] = p.x
@@ -380,7 +384,7 @@ func (s *state[V]) publishLocked() {
 	s.indexMu.Unlock()
 	if s.watch.n.Load() > 0 {
 		for _, k := range d.touched {
-			s.watch.notifyKey(k)
+			s.watch.notifyKey(k, first)
 		}
 	}
 	clear(d.touched)

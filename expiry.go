@@ -158,7 +158,7 @@ func (s *state[V]) expireLocked(kl *keyLog[V], t time.Time) {
 	}
 	s.order.Commit(t) // no slot changes with it, so indexMu is not needed
 	if s.watch.n.Load() > 0 {
-		s.watch.notifyKey(kl.key)
+		s.watch.notifyKey(kl.key, e.Rev)
 	}
 	s.trimIfOverLocked(kl)
 }

@@ -49,6 +49,9 @@ type model struct {
 	lo    map[string]int64   // reads of the key below this revision are ErrCompacted
 
 	compactRev  int64
+	// removedFloor is the store's: at Open it forgets which keys earlier
+	// compactions removed, and Changes from at or below it is ErrCompacted.
+	removedFloor int64
 	compactTime time.Time
 	trimFloor   int64
 	pins        map[int64]int
@@ -663,8 +666,8 @@ func (m *model) Changes(prefix string, from, to revkv.Revision) ([]revkv.Entry[i
 		return nil, nil
 	}
 	restart := int64(0)
-	if m.compactRev >= f {
-		restart = m.compactRev + 1
+	if m.removedFloor >= f {
+		restart = m.removedFloor + 1
 	}
 	for _, k := range m.keys() {
 		if !strings.HasPrefix(k, prefix) {

@@ -107,6 +107,8 @@ type harness struct {
 	s     *revkv.Store[int]
 	m     *model
 	views []hview
+	// watches are live Watches, checked after every step (watch_model_test.go).
+	watches []*hwatch
 	trace []string // the last operations, printed on failure
 	n     int      // step number
 }
@@ -157,6 +159,8 @@ func (h *harness) open(dir string) *revkv.Store[int] {
 // be as before (the model is unchanged but for the views, which close).
 func (h *harness) reopen() {
 	h.did("Close() and Open()")
+	h.pullWatches()
+	h.stopWatches()
 	for _, v := range h.views {
 		h.m.CloseView(v.mv)
 		v.sv.Close()
@@ -164,6 +168,7 @@ func (h *harness) reopen() {
 	h.views = nil
 	require.NoError(h.t, h.s.Close())
 	h.s = h.open(h.dir)
+	h.m.removedFloor = h.m.compactRev
 	h.check(true)
 }
 
@@ -191,11 +196,11 @@ func (h *harness) crashCopy() {
 	}
 	orig, views := h.s, h.views
 	h.s, h.views = h.open(dir), nil
-	pins := h.m.pins
-	h.m.pins = map[int64]int{}
+	pins, floor := h.m.pins, h.m.removedFloor
+	h.m.pins, h.m.removedFloor = map[int64]int{}, h.m.compactRev
 	h.check(true)
 	require.NoError(h.t, h.s.Close())
-	h.s, h.views, h.m.pins = orig, views, pins
+	h.s, h.views, h.m.pins, h.m.removedFloor = orig, views, pins, floor
 }
 
 // powerCut opens what a power cut would leave of the in-memory file system
@@ -209,11 +214,11 @@ func (h *harness) powerCut() {
 	s, err := revkv.Open(h.dir, revkv.JSONCodec[int](), append(h.opts, revkv.WithFS(crashed))...)
 	require.NoError(h.t, err, "%s\n%s", h, crashed)
 	h.s, h.views = s, nil
-	pins := h.m.pins
-	h.m.pins = map[int64]int{}
+	pins, floor := h.m.pins, h.m.removedFloor
+	h.m.pins, h.m.removedFloor = map[int64]int{}, h.m.compactRev
 	h.check(true)
 	require.NoError(h.t, h.s.Close())
-	h.s, h.views, h.m.pins = orig, views, pins
+	h.s, h.views, h.m.pins, h.m.removedFloor = orig, views, pins, floor
 }
 
 // String prints the recent operations; testify calls it only on failure.
@@ -325,7 +330,14 @@ func (h *harness) step() {
 			h.crashCopy()
 		}
 	case op >= 100 && op < 104:
-		h.changes()
+		switch r := h.rng.Intn(4); {
+		case r == 0 && len(h.watches) < 4:
+			h.openWatch()
+		case r == 1:
+			h.closeWatch()
+		default:
+			h.changes()
+		}
 	case op >= 100:
 		h.update()
 	case op < 14:
@@ -504,6 +516,7 @@ func collect(seq iter.Seq2[string, int]) []kv {
 // check compares the whole visible state; full also sweeps GetAt over every
 // revision and GetAsOf over every revision's time, and every open view.
 func (h *harness) check(full bool) {
+	h.pullWatches() // first: the checks below may return early
 	require.NoError(h.t, h.s.Check(), "%s", h)
 	h.eq(revkv.Revision(h.m.rev()), h.s.Rev(), "Rev")
 	h.eq(revkv.Revision(h.m.floor()), h.s.Floor(), "Floor")
@@ -561,6 +574,8 @@ func (h *harness) check(full bool) {
 
 // closeAll closes the store and checks what contract §6 says of a closed store.
 func (h *harness) closeAll() {
+	h.pullWatches()
+	h.stopWatches()
 	require.NoError(h.t, h.s.Close())
 	require.NoError(h.t, h.s.Close(), "second Close")
 	h.m.Close()
@@ -581,6 +596,7 @@ func (h *harness) closeAll() {
 	h.views = nil
 	if h.dir != "" { // and once more after opening the directory again
 		h.s = h.open(h.dir)
+		h.m.removedFloor = h.m.compactRev
 		h.m.closed = false
 		h.check(true)
 		require.NoError(h.t, h.s.Close())

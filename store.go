@@ -81,6 +81,14 @@ type state[V any] struct {
 	oldestPin  int64                     // smallest key of pins; noPin when none
 	txb        txBuffer[V]               // the running Update's writes (see Txn)
 	txns       []Txn[V]                  // Txn handles not yet handed out
+	// removals are the keys compaction removed, with their newest entry's
+	// revision, so that Changes and Watch report exactly the removed keys
+	// under their prefix that they had yet to yield. Removals with a
+	// revision at or below removedFloor were forgotten (the oldest go past
+	// maxRemovals, and those before Open are not known): from at or below
+	// it is ErrCompacted, conservatively.
+	removals     []removal
+	removedFloor int64
 
 	// d is the log and snapshots of a store on a directory (Open); nil for
 	// New. It never changes after Open.
@@ -91,6 +99,17 @@ type state[V any] struct {
 	bg        sync.WaitGroup // the background goroutines
 	closeOnce sync.Once
 }
+
+// removal is a key compaction removed and the revision of its newest
+// entry (a tombstone).
+type removal struct {
+	key string
+	rev int64
+}
+
+// maxRemovals bounds the removals kept; past it the older half is
+// forgotten, raising removedFloor.
+const maxRemovals = 1 << 14
 
 // mark is a compaction: reads below rev, or before time, are ErrCompacted.
 type mark struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -19,9 +20,12 @@ import (
 // goroutine. from <= 0 means 1. to > Rev() yields ErrFutureRevision and
 // ends. If an entry it must yield is no longer in history it yields
 // ErrCompacted, in an *OpError whose Rev is the lowest revision it could
-// start from instead, and ends: never a silent skip. A compaction at or
-// above from is such a case (the keys it removed cannot be listed), and so
-// is a key whose log was trimmed at or above from.
+// start from instead, and ends: never a silent skip. Such cases: a key
+// under the prefix whose log was trimmed at or above from, and one that a
+// compaction removed whose last entry (its tombstone) was at or above from.
+// The store remembers the last 16,384 keys compactions removed, and none
+// from before Open: where it does not know, a compaction at or above from
+// counts as such a case.
 //
 // It pins nothing: entries trimmed while it runs are reported as
 // ErrCompacted when it reaches them. Starting costs O(keys under the
@@ -37,10 +41,30 @@ func (s *Store[V]) Changes(prefix string, from, to Revision) iter.Seq2[Entry[V],
 	}
 }
 
-// cursor is the next entry of one key that changes has to yield.
+// cursor is the next entry of one key that changes has to yield, and the
+// revision of the entry after it when it was read (noNext: none). Entries
+// written later take revisions above the range, so succ is all the range
+// holds after e: if it is gone when the cursor moves on, it was trimmed.
 type cursor[V any] struct {
-	e  revlog.Entry[V]
-	kl *keyLog[V]
+	e    revlog.Entry[V]
+	succ int64
+	kl   *keyLog[V]
+}
+
+const noNext = math.MaxInt64
+
+// at reads kl's entry at or after rev and the revision of the one after
+// it, under kl's lock.
+func at[V any](kl *keyLog[V], rev int64) (c cursor[V], ok bool, dropped int64) {
+	kl.mu.RLock()
+	defer kl.mu.RUnlock()
+	c.kl, c.succ = kl, noNext
+	if c.e, ok = kl.log.From(rev); ok {
+		if n, more := kl.log.From(c.e.Rev + 1); more {
+			c.succ = n.Rev
+		}
+	}
+	return c, ok, kl.log.Dropped()
 }
 
 type cursors[V any] []cursor[V]
@@ -63,51 +87,52 @@ func (s *state[V]) changes(prefix string, from, to int64, yield func(Entry[V], e
 	if from > to {
 		return true
 	}
-	s.mu.Lock()
-	keys := s.tree.Clone()
-	s.mu.Unlock()
 	var (
 		cs      cursors[V]
 		restart int64 // > 0: entries from restart-1 down were lost
 	)
 	lost := func(dropped int64) { restart = max(restart, dropped+1) }
+	s.mu.Lock()
+	keys := s.tree.Clone()
+	// Keys a compaction removed are gone from the tree: those under the
+	// prefix whose last entry it had yet to yield are lost.
+	if s.removedFloor >= from {
+		lost(s.removedFloor)
+	}
+	for _, r := range s.removals {
+		if r.rev >= from && strings.HasPrefix(r.key, prefix) {
+			lost(r.rev)
+		}
+	}
+	s.mu.Unlock()
 	keys.AscendGreaterOrEqual(&keyLog[V]{key: prefix}, func(kl *keyLog[V]) bool {
 		if !strings.HasPrefix(kl.key, prefix) {
 			return false
 		}
-		kl.mu.RLock()
-		e, ok := kl.log.From(from)
-		dropped := kl.log.Dropped()
-		kl.mu.RUnlock()
+		c, ok, dropped := at(kl, from)
 		if dropped >= from {
 			lost(dropped)
 		}
-		if ok && e.Rev <= to {
-			cs = append(cs, cursor[V]{e, kl})
+		if ok && c.e.Rev <= to {
+			cs = append(cs, c)
 		}
 		return true
 	})
-	// Keys a compaction removed are gone from the tree: their entries are
-	// at or below it.
-	if m := s.compaction.Load(); m != nil && m.rev >= from {
-		lost(m.rev)
-	}
 	heap.Init(&cs)
 	for restart == 0 && len(cs) > 0 {
 		c := heap.Pop(&cs).(cursor[V])
 		if !yield(entryOf(c.kl.key, &c.e, &s.zones), nil) {
 			return false
 		}
-		c.kl.mu.RLock()
-		e, ok := c.kl.log.From(c.e.Rev + 1)
-		dropped := c.kl.log.Dropped()
-		c.kl.mu.RUnlock()
-		if dropped > c.e.Rev { // trimmed (or removed) past this reader meanwhile
+		if c.succ > to {
+			continue // nothing more of this key in range
+		}
+		n, ok, dropped := at(c.kl, c.e.Rev+1)
+		if !ok || n.e.Rev != c.succ { // trimmed (or removed) past this reader meanwhile
 			lost(dropped)
+			continue
 		}
-		if ok && e.Rev <= to {
-			heap.Push(&cs, cursor[V]{e, c.kl})
-		}
+		heap.Push(&cs, n)
 	}
 	if restart > 0 {
 		err := keyErr("changes under", prefix, "from", Revision(from), ErrCompacted)
@@ -163,7 +188,8 @@ func (s *Store[V]) Watch(ctx context.Context, prefix string, from Revision) iter
 				continue // published between the read of the head and wait
 			}
 			select {
-			case <-wake:
+			case <-wake.ch:
+				next = max(next, wake.rev)
 			case <-ctx.Done():
 				yield(Entry[V]{}, ctx.Err())
 				return
@@ -189,11 +215,22 @@ type watchers struct {
 	lens   []int       // the keys of perLen: the distinct lengths of the prefixes
 }
 
-// watchGroup is the watchers of one prefix. ch is closed, and replaced, at
-// each publication that touches the prefix.
+// watchGroup is the watchers of one prefix. cur is closed, and replaced,
+// at each publication that touches the prefix.
 type watchGroup struct {
-	ch      chan struct{}
+	cur     *wake
 	members int
+}
+
+// wake is one wait of a group's watchers: ch closes at the first
+// publication that touches the prefix after it began, and rev is then a
+// revision at or below the first it touched. A watcher that waited on it
+// therefore knows the prefix has no entry from where it stood up to rev,
+// and moves there: a compaction below rev cannot have taken anything from
+// it, however long it slept while other prefixes were written.
+type wake struct {
+	ch  chan struct{}
+	rev int64 // set before ch closes
 }
 
 func (w *watchers) join(prefix string) *watchGroup {
@@ -204,7 +241,7 @@ func (w *watchers) join(prefix string) *watchGroup {
 	}
 	g := w.groups[prefix]
 	if g == nil {
-		g = &watchGroup{ch: make(chan struct{})}
+		g = &watchGroup{cur: &wake{ch: make(chan struct{})}}
 		w.groups[prefix] = g
 		if w.perLen[len(prefix)]++; w.perLen[len(prefix)] == 1 {
 			w.lens = append(w.lens, len(prefix))
@@ -228,14 +265,15 @@ func (w *watchers) leave(prefix string, g *watchGroup) {
 	}
 }
 
-func (w *watchers) wait(g *watchGroup) <-chan struct{} {
+func (w *watchers) wait(g *watchGroup) *wake {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return g.ch
+	return g.cur
 }
 
-// notifyKey wakes the groups whose prefix key has.
-func (w *watchers) notifyKey(key string) {
+// notifyKey wakes the groups whose prefix key has; rev is at or below the
+// revision that wrote key.
+func (w *watchers) notifyKey(key string, rev int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, n := range w.lens {
@@ -243,8 +281,9 @@ func (w *watchers) notifyKey(key string) {
 			continue
 		}
 		if g := w.groups[key[:n]]; g != nil {
-			close(g.ch)
-			g.ch = make(chan struct{})
+			g.cur.rev = rev
+			close(g.cur.ch)
+			g.cur = &wake{ch: make(chan struct{})}
 		}
 	}
 }

@@ -297,8 +297,9 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) int64 {
 	s.order.CommitN(len(cs), t) // readers see cs from here on
 	s.indexMu.Unlock()
 	if s.watch.n.Load() > 0 {
+		first := s.order.Head().Rev - int64(len(cs)) + 1 // the commit's revisions are published
 		for i := range cs {
-			s.watch.notifyKey(cs[i].key)
+			s.watch.notifyKey(cs[i].key, first)
 		}
 	}
 
