@@ -48,14 +48,14 @@ type model struct {
 	from  map[string]int64   // History of the key starts at this revision
 	lo    map[string]int64   // reads of the key below this revision are ErrCompacted
 
-	compactRev  int64
+	compactRev int64
 	// removedFloor is the store's: at Open it forgets which keys earlier
 	// compactions removed, and Changes from at or below it is ErrCompacted.
 	removedFloor int64
-	compactTime time.Time
-	trimFloor   int64
-	pins        map[int64]int
-	closed      bool
+	compactTime  time.Time
+	trimFloor    int64
+	pins         map[int64]int
+	closed       bool
 }
 
 type mEntry struct {

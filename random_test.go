@@ -109,8 +109,8 @@ type harness struct {
 	views []hview
 	// watches are live Watches, checked after every step (watch_model_test.go).
 	watches []*hwatch
-	trace []string // the last operations, printed on failure
-	n     int      // step number
+	trace   []string // the last operations, printed on failure
+	n       int      // step number
 }
 
 type hview struct {
