@@ -32,6 +32,7 @@ type Reader struct {
 	MaxBulk int64
 	args    [][]byte
 	data    []byte // the arguments' bytes, reused by each command
+	ends    []int  // where each argument ends in data, reused
 }
 
 // NewReader returns a Reader on r.
@@ -69,13 +70,12 @@ func (rd *Reader) read() ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := strconv.ParseInt(string(line[1:]), 10, 64)
-	if err != nil || n > MaxArgs {
+	n, ok := parseLen(line[1:])
+	if !ok || n > MaxArgs {
 		return nil, &ProtocolError{"invalid multibulk length"}
 	}
-	rd.args, rd.data = rd.args[:0], rd.data[:0]
-	var ends []int // the end of each argument in data; data may move as it grows
-	for range n {
+	rd.args, rd.data, rd.ends = rd.args[:0], rd.data[:0], rd.ends[:0]
+	for range n { // ends, not slices: data may move as it grows
 		line, err := rd.line("too big bulk count string")
 		if err != nil {
 			return nil, err
@@ -87,21 +87,44 @@ func (rd *Reader) read() ([][]byte, error) {
 			}
 			return nil, &ProtocolError{"expected '$', got '" + got + "'"}
 		}
-		size, err := strconv.ParseInt(string(line[1:]), 10, 64)
-		if err != nil || size < 0 || size > rd.MaxBulk {
+		size, ok := parseLen(line[1:])
+		if !ok || size < 0 || size > rd.MaxBulk {
 			return nil, &ProtocolError{"invalid bulk length"}
 		}
 		if err := rd.bulk(int(size)); err != nil {
 			return nil, err
 		}
-		ends = append(ends, len(rd.data))
+		rd.ends = append(rd.ends, len(rd.data))
 	}
 	start := 0
-	for _, end := range ends {
+	for _, end := range rd.ends {
 		rd.args = append(rd.args, rd.data[start:end:end])
 		start = end
 	}
 	return rd.args, nil
+}
+
+// parseLen parses a length as Redis does (string2ll): an optional minus
+// and decimal digits, without allocating.
+func parseLen(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // bulk appends size bytes and the CRLF after them to data (without the

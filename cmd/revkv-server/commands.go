@@ -90,7 +90,7 @@ func (s *server) dispatch(c *client, args [][]byte) {
 		c.w.Error(unknownCommand(args))
 		return
 	}
-	if !c.authed && !noAuth[cmd.name] {
+	if !c.authed && !noAuth[cmd.name] { // c.authed first: no map lookup once authenticated
 		c.w.Error("NOAUTH Authentication required.")
 		return
 	}
@@ -101,7 +101,7 @@ func (s *server) dispatch(c *client, args [][]byte) {
 		c.w.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
 	}
-	if c.inMulti && !notQueued[cmd.name] {
+	if c.inMulti && !notQueued[cmd.name] { // c.inMulti first, as above
 		c.queued = append(c.queued, copyArgs(args))
 		c.w.Simple("QUEUED")
 		return

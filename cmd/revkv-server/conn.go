@@ -232,6 +232,10 @@ func cmdInfo(s *server, c *client, a [][]byte) {
 	}
 	s.mu.Lock()
 	nclients := len(s.clients)
+	commands := s.stats.commands.Load()
+	for c := range s.clients {
+		commands += c.commands.Load()
+	}
 	s.mu.Unlock()
 	up := time.Since(s.start)
 	section("Server",
@@ -250,7 +254,7 @@ func cmdInfo(s *server, c *client, a [][]byte) {
 		fmt.Sprintf("maxclients:%d", s.cfg.maxClients))
 	section("Stats",
 		fmt.Sprintf("total_connections_received:%d", s.stats.connections.Load()),
-		fmt.Sprintf("total_commands_processed:%d", s.stats.commands.Load()),
+		fmt.Sprintf("total_commands_processed:%d", commands),
 		fmt.Sprintf("rejected_connections:%d", s.stats.rejected.Load()))
 	keys := s.store.Len()
 	ks := []string{}

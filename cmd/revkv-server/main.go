@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -42,6 +43,7 @@ func main() {
 		expiryEvery = flag.Duration("expiry-interval", 100*time.Millisecond, "how often expiries due are written (0: only on writes)")
 		showVersion = flag.Bool("version", false, "print the version and exit")
 		logLevel    = flag.String("log-level", "info", "debug, info, warn or error")
+		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	)
 	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:6380", "address to listen on")
 	flag.StringVar(&cfg.requirepass, "requirepass", "", "password clients must AUTH with (default: none)")
@@ -64,6 +66,16 @@ func main() {
 	opts, err := storeOptions(*syncMode, *maxHistory, *retention, *expiryEvery)
 	if err != nil {
 		fatal("%v", err)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fatal("--cpuprofile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal("--cpuprofile: %v", err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	var store *revkv.Store[[]byte]
 	if *dir != "" {
@@ -96,6 +108,7 @@ func main() {
 	}
 	if err := s.shutdown(ln, 5*time.Second); err != nil {
 		log.Error("closing the store", "err", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 	log.Info("stopped", "rev", store.Rev())

@@ -70,6 +70,9 @@ type client struct {
 	w      *resp.Writer
 	authed bool
 	quit   bool // reply, flush, close
+	// commands counts what this client ran (INFO sums them): one counter
+	// per client, so that connections do not share a cache line.
+	commands atomic.Int64
 
 	// MULTI: queued is non-nil between MULTI and EXEC/DISCARD; dirty says a
 	// queued command was refused, so EXEC must abort.
@@ -130,6 +133,7 @@ func (s *server) handle(c *client) {
 		c.conn.Close()
 		s.mu.Lock()
 		delete(s.clients, c)
+		s.stats.commands.Add(c.commands.Load())
 		s.mu.Unlock()
 		s.conns.Done()
 	}()
@@ -144,7 +148,7 @@ func (s *server) handle(c *client) {
 			c.w.Flush()
 			return
 		}
-		s.stats.commands.Add(1)
+		c.commands.Add(1)
 		s.dispatch(c, args)
 		if c.quit {
 			c.w.Flush()

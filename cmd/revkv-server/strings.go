@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/revkv/revkv"
 )
@@ -41,7 +42,7 @@ func init() {
 }
 
 func cmdGet(c *client, r reader, a [][]byte) {
-	if e, ok := r.GetEntry(string(a[1])); ok {
+	if e, ok := r.GetEntry(lookupKey(a[1])); ok {
 		c.w.Bulk(e.Value)
 	} else {
 		c.w.Null()
@@ -473,6 +474,12 @@ func cmdSetRange(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 }
 
 func clone(b []byte) []byte { return bytes.Clone(b) }
+
+// lookupKey is b as a string without a copy, for a key that is only looked
+// up: the store keeps no key a read is given (the entry it returns, which
+// names it, is dropped once the reply is built), and b's bytes do not
+// change until the next command is read. Never for a key that is written.
+func lookupKey(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // parseInt parses a decimal int64 as Redis does: an optional minus, no
 // plus, no spaces, no leading zeros.
