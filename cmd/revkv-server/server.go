@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,9 +139,11 @@ func (s *server) handle(c *client) {
 		s.mu.Unlock()
 		s.conns.Done()
 	}()
+	var sets []pendingSet
 	for {
 		args, err := c.rd.ReadCommand()
 		if err != nil {
+			s.setAll(c, sets)
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
 				c.w.Error("ERR " + pe.Error())
@@ -149,7 +153,20 @@ func (s *server) handle(c *client) {
 			return
 		}
 		c.commands.Add(1)
-		s.dispatch(c, args)
+		// A run of plain SETs in a pipeline is one Update: one hold of the
+		// write lock instead of one each. They commit in order, as they
+		// would one by one, and share a time.
+		plainSet := len(args) == 3 && c.authed && !c.inMulti && strings.EqualFold(string(args[0]), "set")
+		if plainSet {
+			sets = append(sets, pendingSet{string(args[1]), bytes.Clone(args[2])})
+			if c.rd.Buffered() > 0 && len(sets) < maxSetRun {
+				continue
+			}
+		}
+		sets = s.setAll(c, sets)
+		if !plainSet {
+			s.dispatch(c, args)
+		}
 		if c.quit {
 			c.w.Flush()
 			return
@@ -160,6 +177,48 @@ func (s *server) handle(c *client) {
 			}
 		}
 	}
+}
+
+// pendingSet is a plain SET of a pipeline waiting for the rest of its run.
+type pendingSet struct {
+	key   string
+	value []byte
+}
+
+// maxSetRun bounds a run of SETs applied as one Update.
+const maxSetRun = 128
+
+// setAll applies a run of plain SETs in one Update and replies to each; it
+// returns sets emptied for reuse.
+func (s *server) setAll(c *client, sets []pendingSet) []pendingSet {
+	switch len(sets) {
+	case 0:
+		return sets
+	case 1: // nothing to share: one Put
+		if _, err := s.store.Put(sets[0].key, sets[0].value); err != nil {
+			c.w.Error(storeError(err))
+		} else {
+			c.w.Simple("OK")
+		}
+	default:
+		_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
+			for _, p := range sets {
+				if err := tx.Put(p.key, p.value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		for range sets {
+			if err != nil {
+				c.w.Error(storeError(err))
+			} else {
+				c.w.Simple("OK")
+			}
+		}
+	}
+	clear(sets)
+	return sets[:0]
 }
 
 // shutdown stops accepting, lets every client finish the commands it has
