@@ -130,16 +130,21 @@ func cmdHello(s *server, c *client, a [][]byte) {
 const redisVersion = "7.0.15"
 
 func cmdSelect(s *server, c *client, a [][]byte) {
-	db, ok := parseInt(a[1])
-	if !ok {
+	if dbArg(c, a[1]) {
+		c.w.Simple("OK")
+	}
+}
+
+// dbArg checks a database number: only 0 exists. It replies the error.
+func dbArg(c *client, b []byte) bool {
+	db, ok := parseInt(b)
+	switch {
+	case !ok:
 		c.w.Error(errNotInt)
-		return
-	}
-	if db != 0 {
+	case db != 0:
 		c.w.Error(errDBIndex)
-		return
 	}
-	c.w.Simple("OK")
+	return ok && db == 0
 }
 
 func cmdTime(s *server, c *client, _ [][]byte) {

@@ -120,9 +120,14 @@ func cmdHistory(s *server, c *client, a [][]byte) {
 	if count >= 0 && int64(len(es)) > count {
 		es = es[int64(len(es))-count:]
 	}
+	entries(c, es, false)
+}
+
+// entries writes es as an array of entries.
+func entries(c *client, es []revkv.Entry[[]byte], withKey bool) {
 	c.w.Array(len(es))
 	for _, e := range es {
-		entry(c, e, false)
+		entry(c, e, withKey)
 	}
 }
 
@@ -147,10 +152,7 @@ func cmdChanges(s *server, c *client, a [][]byte) {
 		}
 		es = append(es, e)
 	}
-	c.w.Array(len(es))
-	for _, e := range es {
-		entry(c, e, true)
-	}
+	entries(c, es, true)
 }
 
 func cmdCompact(s *server, c *client, a [][]byte) {

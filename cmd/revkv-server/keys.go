@@ -99,13 +99,7 @@ func cmdCopy(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 			replace = true
 		case opt == "DB" && i+1 < len(a):
 			i++
-			db, ok := parseInt(a[i])
-			if !ok {
-				c.w.Error(errNotInt)
-				return
-			}
-			if db != 0 {
-				c.w.Error(errDBIndex)
+			if !dbArg(c, a[i]) {
 				return
 			}
 		default:
