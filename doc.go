@@ -103,6 +103,8 @@
 // whole or not at all. A failed write or sync stops the store's writes for
 // good (reads go on; Close returns it). Open on a directory in use is
 // ErrLocked; damaged files are ErrCorrupt, naming the file and offset.
+// WithFS(vfs.NewMem()) keeps the directory in memory, on a file system
+// that can crash as a power cut would and fail on demand: for tests.
 // docs/contract.md section 8 has every rule.
 //
 // # Following changes
