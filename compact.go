@@ -195,6 +195,7 @@ func (s *state[V]) compactKeyLocked(kl *keyLog[V]) int {
 func (s *state[V]) removeKeyLocked(kl *keyLog[V]) {
 	if last, ok := kl.log.Last(); ok {
 		s.removals = append(s.removals, removal{kl.key, last.Rev})
+		s.removedMax.Store(max(s.removedMax.Load(), last.Rev))
 		if len(s.removals) > maxRemovals {
 			half := len(s.removals) / 2
 			for _, r := range s.removals[:half] {

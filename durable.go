@@ -141,6 +141,7 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	// The keys compactions removed before this Open are not known: a
 	// Changes from at or below the last compaction is ErrCompacted.
 	st.removals, st.removedFloor = nil, st.compactRev
+	st.removedMax.Store(st.compactRev)
 	return st.start(), nil
 }
 

@@ -146,6 +146,9 @@ func (s *state[V]) expireLocked(kl *keyLog[V], t time.Time) {
 	kl.mu.Lock()
 	kl.log.Append(e)
 	kl.mu.Unlock()
+	if s.watch.n.Load() > 0 {
+		s.recent.record(e.Rev, kl)
+	}
 	s.liveKeys--
 	if d := s.d; d != nil {
 		s.logExpireLocked(kl.key, &e, t)

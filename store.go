@@ -64,6 +64,8 @@ type state[V any] struct {
 
 	compaction atomic.Pointer[mark] // the last Compact; nil before the first
 	watch      watchers             // Watch's wake-ups, by prefix
+	recent     recent[V]            // the keys of the latest revisions, while watchers exist
+	removedMax atomic.Int64         // max(removedFloor, every removal's rev): 0 if none
 	floor      atomic.Int64         // max(compactRev, trimFloor): Floor()
 
 	// mu is the write lock. It serialises every write, so revisions are taken

@@ -87,6 +87,107 @@ func (s *state[V]) changes(prefix string, from, to int64, yield func(Entry[V], e
 	if from > to {
 		return true
 	}
+	// While the recent ring holds a range that ends at the head (every
+	// wake-up of a watcher), read it revision by revision: first a pass
+	// that checks every entry is still there (a loss is reported before
+	// anything is yielded, as the merge does), then one that yields. A
+	// range ending below the head goes to the merge, which also reports a
+	// key trimmed above the range (see Changes); so do keys a compaction
+	// removed, which only the merge knows.
+	if to != s.order.Head().Rev || s.removedUnder(prefix, from) || !s.recentWhole(prefix, from, to) {
+		return s.changesMerge(prefix, from, to, yield)
+	}
+	var buf [recentChunk]*keyLog[V]
+	for from <= to {
+		end := min(to, from+recentChunk-1)
+		kls, ok := s.recent.get(buf[:0], from, end)
+		if !ok {
+			return s.changesMerge(prefix, from, to, yield)
+		}
+		if !s.changesRecent(prefix, from, to, kls, yield) {
+			return false
+		}
+		from = end + 1
+	}
+	return true
+}
+
+// recentWhole reports whether the recent ring holds from..to and every
+// entry of the prefix's keys in it is still in its key's log.
+func (s *state[V]) recentWhole(prefix string, from, to int64) bool {
+	var buf [recentChunk]*keyLog[V]
+	for from <= to {
+		end := min(to, from+recentChunk-1)
+		kls, ok := s.recent.get(buf[:0], from, end)
+		if !ok {
+			return false
+		}
+		for i, kl := range kls {
+			if !strings.HasPrefix(kl.key, prefix) {
+				continue
+			}
+			r := from + int64(i)
+			kl.mu.RLock()
+			e, ok := kl.log.From(r)
+			kl.mu.RUnlock()
+			if !ok || e.Rev != r {
+				return false
+			}
+		}
+		from = end + 1
+	}
+	return true
+}
+
+// recentChunk is how many revisions changes takes from the ring at once.
+const recentChunk = 128
+
+// changesRecent yields the entries of the prefix's keys among kls, the keys
+// of revisions from, from+1, ... (at most to). An entry trimmed since
+// recentWhole looked hands the rest of the range to changesMerge, which
+// reports exactly what was lost.
+func (s *state[V]) changesRecent(prefix string, from, to int64, kls []*keyLog[V], yield func(Entry[V], error) bool) bool {
+	for i, kl := range kls {
+		if !strings.HasPrefix(kl.key, prefix) {
+			continue
+		}
+		r := from + int64(i)
+		kl.mu.RLock()
+		e, ok := kl.log.From(r)
+		kl.mu.RUnlock()
+		if !ok || e.Rev != r {
+			return s.changesMerge(prefix, r, to, yield)
+		}
+		if !yield(entryOf(kl.key, &e, &s.zones), nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// removedUnder reports whether a compaction may have removed a key under
+// prefix whose last entry is at or above from. removedMax lets the common
+// case (nothing removed since from) skip the write lock.
+func (s *state[V]) removedUnder(prefix string, from int64) bool {
+	if s.removedMax.Load() < from {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.removedFloor >= from {
+		return true
+	}
+	for _, r := range s.removals {
+		if r.rev >= from && strings.HasPrefix(r.key, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// changesMerge is changes by a k-way merge of the logs of the keys under
+// prefix.
+func (s *state[V]) changesMerge(prefix string, from, to int64, yield func(Entry[V], error) bool) bool {
 	var (
 		cs      cursors[V]
 		restart int64 // > 0: entries from restart-1 down were lost

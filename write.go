@@ -247,6 +247,7 @@ type change[V any] struct {
 // head they load), so the logs are appended to before the head moves.
 func (s *state[V]) commitLocked(cs []change[V], t time.Time) int64 {
 	rev := s.order.Last().Rev
+	watched := s.watch.n.Load() > 0
 	for i := range cs {
 		c := &cs[i]
 		if c.kl == nil && c.prev >= 0 {
@@ -267,6 +268,9 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) int64 {
 		c.kl.mu.Lock()
 		c.kl.log.Append(c.e)
 		c.kl.mu.Unlock()
+		if watched {
+			s.recent.record(rev, c.kl)
+		}
 		if c.e.HasTTL {
 			s.expiry.Add(c.key, c.e.Expires, c.kl)
 		}
