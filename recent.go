@@ -12,7 +12,7 @@ import "sync/atomic"
 // touches it.
 type recent[V any] struct {
 	kls    atomic.Pointer[[recentCap]atomic.Pointer[keyLog[V]]] // kls[r % recentCap] is revision r's key, lo <= r <= hi
-	lo, hi atomic.Int64                                        // lo > hi: empty
+	lo, hi atomic.Int64                                         // lo > hi: empty
 }
 
 const recentCap = 1 << 16
