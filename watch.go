@@ -262,7 +262,9 @@ func (s *state[V]) changesMerge(prefix string, from, to int64, yield func(Entry[
 // entry seen gives exactly the rest. It starts no goroutine and keeps no
 // buffer: a consumer that falls behind reads history at its own pace and
 // holds writers back not at all, and loses nothing unless history is
-// trimmed past it. A wake-up costs O(keys under the prefix).
+// trimmed past it. A wake-up costs O(new revisions) while they are among the
+// last 65,536 (the store keeps their keys while watchers exist), and
+// O(keys under the prefix) for a watcher further behind.
 func (s *Store[V]) Watch(ctx context.Context, prefix string, from Revision) iter.Seq2[Entry[V], error] {
 	return func(yield func(Entry[V], error) bool) {
 		if ctx == nil {
