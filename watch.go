@@ -126,17 +126,21 @@ func (s *state[V]) recentWhole(prefix string, from, to int64) bool {
 			if !strings.HasPrefix(kl.key, prefix) {
 				continue
 			}
-			r := from + int64(i)
-			kl.mu.RLock()
-			e, ok := kl.log.From(r)
-			kl.mu.RUnlock()
-			if !ok || e.Rev != r {
+			if _, ok := entryAt(kl, from+int64(i)); !ok {
 				return false
 			}
 		}
 		from = end + 1
 	}
 	return true
+}
+
+// entryAt returns kl's entry at revision r, if its log still holds it.
+func entryAt[V any](kl *keyLog[V], r int64) (revlog.Entry[V], bool) {
+	kl.mu.RLock()
+	defer kl.mu.RUnlock()
+	e, ok := kl.log.From(r)
+	return e, ok && e.Rev == r
 }
 
 // recentChunk is how many revisions changes takes from the ring at once.
@@ -152,10 +156,8 @@ func (s *state[V]) changesRecent(prefix string, from, to int64, kls []*keyLog[V]
 			continue
 		}
 		r := from + int64(i)
-		kl.mu.RLock()
-		e, ok := kl.log.From(r)
-		kl.mu.RUnlock()
-		if !ok || e.Rev != r {
+		e, ok := entryAt(kl, r)
+		if !ok {
 			return s.changesMerge(prefix, r, to, yield)
 		}
 		if !yield(entryOf(kl.key, &e, &s.zones), nil) {
