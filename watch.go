@@ -29,7 +29,9 @@ import (
 //
 // It pins nothing: entries trimmed while it runs are reported as
 // ErrCompacted when it reaches them. Starting costs O(keys under the
-// prefix); each entry costs O(log keys + log n).
+// prefix); each entry costs O(log keys + log n). While watchers exist, a
+// range that ends at the latest revision and lies among the last 65,536
+// costs O(revisions in it) instead.
 func (s *Store[V]) Changes(prefix string, from, to Revision) iter.Seq2[Entry[V], error] {
 	return func(yield func(Entry[V], error) bool) {
 		if h := s.Rev(); to > h {

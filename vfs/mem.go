@@ -283,13 +283,11 @@ type memFile struct {
 	closed bool
 }
 
-var errClosed = fs.ErrClosed
-
 func (f *memFile) Write(p []byte) (int, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	if f.closed {
-		return 0, &fs.PathError{Op: "write", Path: f.name, Err: errClosed}
+		return 0, &fs.PathError{Op: "write", Path: f.name, Err: fs.ErrClosed}
 	}
 	if err := f.m.check(OpWrite, f.name); err != nil {
 		half := len(p) / 2
@@ -304,7 +302,7 @@ func (f *memFile) Sync() error {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	if f.closed {
-		return &fs.PathError{Op: "sync", Path: f.name, Err: errClosed}
+		return &fs.PathError{Op: "sync", Path: f.name, Err: fs.ErrClosed}
 	}
 	if err := f.m.check(OpSync, f.name); err != nil {
 		return err
@@ -317,7 +315,7 @@ func (f *memFile) Truncate(size int64) error {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	if f.closed {
-		return &fs.PathError{Op: "truncate", Path: f.name, Err: errClosed}
+		return &fs.PathError{Op: "truncate", Path: f.name, Err: fs.ErrClosed}
 	}
 	if err := f.m.check(OpTruncate, f.name); err != nil {
 		return err
@@ -333,7 +331,7 @@ func (f *memFile) Close() error {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	if f.closed {
-		return &fs.PathError{Op: "close", Path: f.name, Err: errClosed}
+		return &fs.PathError{Op: "close", Path: f.name, Err: fs.ErrClosed}
 	}
 	f.closed = true
 	return nil

@@ -12,20 +12,15 @@ import (
 //     transaction (no write lock taken) and the transaction inside one;
 //   - write: runs inside a transaction (an Update of its own outside EXEC),
 //     so that what it reads and what it writes are one atomic step;
-//   - conn: acts on the connection or the server, never queued by MULTI
-//     but for the few Redis queues too (PING, ECHO, TIME...).
+//   - conn: acts on the connection or the server; queued by MULTI (but for
+//     notQueued), it runs at EXEC after the Update, in its place in the
+//     reply.
 type command struct {
 	name  string
 	arity int // as Redis counts it: the name included; -n means at least n
 	read  func(c *client, r reader, args [][]byte)
 	write func(c *client, tx *revkv.Txn[[]byte], args [][]byte)
 	conn  func(s *server, c *client, args [][]byte)
-	// direct, if set, answers outside MULTI without an Update when it can
-	// (a plain SET is one Put) and says whether it did.
-	direct func(s *server, c *client, args [][]byte) bool
-	// queueable is documentation: conn commands queued by MULTI run at
-	// EXEC, after its Update, each in its place in the reply.
-	queueable bool
 }
 
 // reader is what read commands need: the store (storeReader), or a
@@ -106,9 +101,6 @@ func (s *server) dispatch(c *client, args [][]byte) {
 		c.w.Simple("QUEUED")
 		return
 	}
-	if cmd.direct != nil && cmd.direct(s, c, args) {
-		return
-	}
 	switch {
 	case cmd.conn != nil:
 		cmd.conn(s, c, args)
@@ -172,15 +164,14 @@ func copyArgs(args [][]byte) [][]byte {
 
 // The texts of Redis's common errors.
 const (
-	errSyntax    = "ERR syntax error"
-	errNotInt    = "ERR value is not an integer or out of range"
-	errNotFloat  = "ERR value is not a valid float"
-	errOverflow  = "ERR increment or decrement would overflow"
-	errNoKey     = "ERR no such key"
-	errDBIndex   = "ERR DB index is out of range"
-	errTooBig    = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
-	errOffset    = "ERR offset is out of range"
-	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	errSyntax   = "ERR syntax error"
+	errNotInt   = "ERR value is not an integer or out of range"
+	errNotFloat = "ERR value is not a valid float"
+	errOverflow = "ERR increment or decrement would overflow"
+	errNoKey    = "ERR no such key"
+	errDBIndex  = "ERR DB index is out of range"
+	errTooBig   = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	errOffset   = "ERR offset is out of range"
 )
 
 func invalidExpire(cmd string) string {

@@ -11,14 +11,14 @@ import (
 
 func init() {
 	register(
-		&command{name: "ping", arity: -1, conn: cmdPing, queueable: true},
-		&command{name: "echo", arity: 2, conn: func(s *server, c *client, a [][]byte) { c.w.Bulk(a[1]) }, queueable: true},
+		&command{name: "ping", arity: -1, conn: cmdPing},
+		&command{name: "echo", arity: 2, conn: func(s *server, c *client, a [][]byte) { c.w.Bulk(a[1]) }},
 		&command{name: "quit", arity: -1, conn: func(s *server, c *client, a [][]byte) { c.w.Simple("OK"); c.quit = true }},
 		&command{name: "hello", arity: -1, conn: cmdHello},
 		&command{name: "auth", arity: -2, conn: cmdAuth},
 		&command{name: "select", arity: 2, conn: cmdSelect},
-		&command{name: "time", arity: 1, conn: cmdTime, queueable: true},
-		&command{name: "info", arity: -1, conn: cmdInfo, queueable: true},
+		&command{name: "time", arity: 1, conn: cmdTime},
+		&command{name: "info", arity: -1, conn: cmdInfo},
 		&command{name: "command", arity: -1, conn: cmdCommand},
 		&command{name: "client", arity: -2, conn: cmdClient},
 	)

@@ -13,13 +13,13 @@ import (
 // history, reads as of a revision or a time, compaction, and watching.
 func init() {
 	register(
-		&command{name: "revkv.rev", arity: 1, conn: func(s *server, c *client, _ [][]byte) { c.w.Int(int64(s.store.Rev())) }, queueable: true},
-		&command{name: "revkv.floor", arity: 1, conn: func(s *server, c *client, _ [][]byte) { c.w.Int(int64(s.store.Floor())) }, queueable: true},
-		&command{name: "revkv.getat", arity: 3, conn: cmdGetAt, queueable: true},
-		&command{name: "revkv.getasof", arity: 3, conn: cmdGetAsOf, queueable: true},
-		&command{name: "revkv.history", arity: -2, conn: cmdHistory, queueable: true},
-		&command{name: "revkv.changes", arity: 4, conn: cmdChanges, queueable: true},
-		&command{name: "revkv.compact", arity: 2, conn: cmdCompact, queueable: true},
+		&command{name: "revkv.rev", arity: 1, conn: func(s *server, c *client, _ [][]byte) { c.w.Int(int64(s.store.Rev())) }},
+		&command{name: "revkv.floor", arity: 1, conn: func(s *server, c *client, _ [][]byte) { c.w.Int(int64(s.store.Floor())) }},
+		&command{name: "revkv.getat", arity: 3, conn: cmdGetAt},
+		&command{name: "revkv.getasof", arity: 3, conn: cmdGetAsOf},
+		&command{name: "revkv.history", arity: -2, conn: cmdHistory},
+		&command{name: "revkv.changes", arity: 4, conn: cmdChanges},
+		&command{name: "revkv.compact", arity: 2, conn: cmdCompact},
 		&command{name: "revkv.watch", arity: 3, conn: cmdWatchPrefix},
 	)
 }

@@ -8,7 +8,7 @@ func init() {
 		&command{name: "exec", arity: 1, conn: cmdExec},
 		&command{name: "discard", arity: 1, conn: cmdDiscard},
 		&command{name: "watch", arity: -2, conn: cmdWatch},
-		&command{name: "unwatch", arity: 1, conn: cmdUnwatch, queueable: true},
+		&command{name: "unwatch", arity: 1, conn: cmdUnwatch},
 	)
 }
 

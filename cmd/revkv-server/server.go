@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,7 +155,7 @@ func (s *server) handle(c *client) {
 		// A run of plain SETs in a pipeline is one Update: one hold of the
 		// write lock instead of one each. They commit in order, as they
 		// would one by one, and share a time.
-		plainSet := len(args) == 3 && c.authed && !c.inMulti && strings.EqualFold(string(args[0]), "set")
+		plainSet := len(args) == 3 && c.authed && !c.inMulti && bytes.EqualFold(args[0], setName)
 		if plainSet {
 			sets = append(sets, pendingSet{string(args[1]), bytes.Clone(args[2])})
 			if c.rd.Buffered() > 0 && len(sets) < maxSetRun {
@@ -178,6 +177,8 @@ func (s *server) handle(c *client) {
 		}
 	}
 }
+
+var setName = []byte("set")
 
 // pendingSet is a plain SET of a pipeline waiting for the rest of its run.
 type pendingSet struct {

@@ -18,7 +18,7 @@ import (
 func init() {
 	register(
 		&command{name: "get", arity: 2, read: cmdGet},
-		&command{name: "set", arity: -3, write: txSet, direct: setDirect},
+		&command{name: "set", arity: -3, write: txSet}, // a plain SET is handle's setAll
 		&command{name: "setnx", arity: 3, write: cmdSetNX},
 		&command{name: "setex", arity: 4, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { setEx(c, tx, a, time.Second, "setex") }},
 		&command{name: "psetex", arity: 4, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { setEx(c, tx, a, time.Millisecond, "psetex") }},
@@ -118,20 +118,6 @@ func expiryArg(opt string, n int64) (d time.Duration, abs, ok bool) {
 		return 0, false, false
 	}
 	return time.Duration(n) * unit, opt == "EXAT" || opt == "PXAT", true
-}
-
-// setDirect: a plain SET is one Put; with options it reads and writes in
-// one Update (txSet).
-func setDirect(s *server, c *client, a [][]byte) bool {
-	if len(a) != 3 {
-		return false
-	}
-	if _, err := s.store.Put(string(a[1]), clone(a[2])); err != nil {
-		c.w.Error(storeError(err))
-		return true
-	}
-	c.w.Simple("OK")
-	return true
 }
 
 func txSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
