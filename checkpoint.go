@@ -37,11 +37,13 @@ func (s *state[V]) checkpoint() error {
 		return err
 	}
 	h := s.order.Head() // no drain runs: every assigned revision is published
+	// The log's records up to h go to the current segment, and the next
+	// segment starts at h+1; syncing the current one (under SyncNever it
+	// may hold a whole interval of unsynced writes) waits until the write
+	// lock is released.
+	var cut *wal.Cut
 	if cur, err := d.w.Current(); err == nil && cur != h.Rev+1 {
-		if err := d.w.Rotate(h.Rev + 1); err != nil {
-			s.mu.Unlock()
-			return d.fail(err)
-		}
+		cut = d.w.Cut()
 	}
 	d.logged.Store(0)
 	st := wal.State{
@@ -51,10 +53,9 @@ func (s *state[V]) checkpoint() error {
 	if first, ok := s.order.First(); ok {
 		st.First = instantOf(first)
 	}
+	var times []time.Time
 	if h.Rev > 0 {
-		for _, t := range s.order.Times() {
-			st.Times = append(st.Times, instantOf(t))
-		}
+		times = s.order.Times()
 	}
 	if m := s.compaction.Load(); m != nil {
 		st.Compacted = instantOf(m.time)
@@ -65,6 +66,16 @@ func (s *state[V]) checkpoint() error {
 	// trims keep more than they would without a checkpoint.
 	keys := s.tree.Clone()
 	s.mu.Unlock()
+
+	if cut != nil {
+		if err := cut.Rotate(h.Rev + 1); err != nil {
+			return d.fail(err)
+		}
+	}
+	st.Times = make([]wal.Instant, len(times))
+	for i, t := range times {
+		st.Times[i] = instantOf(t)
+	}
 
 	w, err := wal.CreateSnapshot(d.fs, d.dir, h.Rev, wal.AppendState(nil, &st))
 	if err != nil {
@@ -110,6 +121,7 @@ func (s *state[V]) checkpoint() error {
 	if err := w.Commit(); err != nil {
 		return err
 	}
+	d.snapBytes.Store(w.Size())
 	if err := wal.RemoveBefore(d.fs, d.dir, h.Rev+1); err != nil {
 		return err
 	}

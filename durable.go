@@ -35,9 +35,20 @@ import (
 //     key's log under that key's lock (no pin: a cut made meanwhile is also
 //     in the new segment, and replays to the same log), and then deletes
 //     the segments and snapshots it covers.
+//   - Under SyncInterval and SyncNever there are no requests: nothing waits
+//     for a sync, so a write runs under the write lock as in a store made
+//     by New and is published at once, its records buffered in the
+//     process (wal.Writer.Buffer). The flusher goroutine, woken by the
+//     first record into an empty buffer, hands them to the operating system
+//     with one write while writers go on; a writer that finds asyncBuffer
+//     bytes waiting writes them itself. Every WithSyncInterval the syncer
+//     (SyncInterval) or the flusher (SyncNever) writes what is buffered, so
+//     a killed process loses at most that interval's writes (in practice
+//     the last few microseconds': what the flusher had not yet written).
 //   - A failed write or sync stops the store's writes for good: nothing of
 //     the failed drain is published, and every later write returns the
-//     error. Reads go on; Close returns it.
+//     error. Reads go on; Close returns it. (Under SyncInterval and
+//     SyncNever the writes whose records failed were already answered.)
 
 // durability is the log of a store on a directory.
 type durability[V any] struct {
@@ -45,7 +56,11 @@ type durability[V any] struct {
 	codec Codec[V]
 	fs    vfs.FS
 	lock  io.Closer   // holds the directory's lock until close
-	w     *wal.Writer // written under state.mu; Sync may run beside
+	w     *wal.Writer // records are buffered under state.mu; see wal.Writer
+	// async is true under SyncInterval and SyncNever: writes do not queue
+	// (see the comment at the top), and kick wakes the flusher.
+	async bool
+	kick  chan struct{}
 
 	// qmu guards queue and leading. It is taken alone, never with mu.
 	qmu     sync.Mutex
@@ -60,10 +75,14 @@ type durability[V any] struct {
 	touched   []string              // keys the drain wrote, whose watchers publication wakes
 	trims     []*keyLog[V]          // keys whose history cap cut waits for publication (keyLog.drop)
 	batch     wal.Batch
-	payload   []byte
+	payload   []byte // the batch's encoded values
+	rec       []byte // the record being logged: logLocked copies it out
 	replay    []change[V] // applyBatch's buffer
 
 	logged  atomic.Int64  // bytes logged since the last checkpoint
+	// snapBytes is the size of the newest snapshot: a checkpoint waits for
+	// at least as many bytes of log (see WithCheckpointBytes).
+	snapBytes atomic.Int64
 	ckptMu  sync.Mutex    // one checkpoint at a time; taken before state.mu
 	ckpt    chan struct{} // wakes the checkpointer
 	failure atomic.Pointer[error]
@@ -123,7 +142,8 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 		return fail(err)
 	}
 	st := newState[V](o)
-	d := &durability[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1)}
+	d := &durability[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1),
+		async: o.sync != SyncAlways, kick: make(chan struct{}, 1)}
 	st.d = d
 	tail, err := st.recover()
 	if err == nil {
@@ -137,7 +157,6 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 		}
 		return fail(err)
 	}
-	d.w.SegmentSize = 1<<63 - 1 // segments end at checkpoints
 	// The keys compactions removed before this Open are not known: a
 	// Changes from at or below the last compaction is ErrCompacted.
 	st.removals, st.removedFloor = nil, st.compactRev
@@ -145,7 +164,13 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	return st.start(), nil
 }
 
-// start starts the checkpointer and, under SyncInterval, the syncer.
+// asyncBuffer is how many bytes of records a writer under SyncInterval or
+// SyncNever leaves to the flusher before it writes them itself: what bounds
+// the memory, and a killed process's loss, when the flusher falls behind.
+const asyncBuffer = 1 << 20
+
+// start starts the checkpointer and, under SyncInterval and SyncNever, the
+// flusher and the syncer.
 func (d *durability[V]) start(s *state[V]) {
 	s.bg.Add(1)
 	go func() {
@@ -159,10 +184,38 @@ func (d *durability[V]) start(s *state[V]) {
 			}
 		}
 	}()
-	if s.opts.sync == SyncInterval {
-		s.bg.Add(1)
-		go s.every(s.opts.syncInterval, func() { d.sync() }) // the syncer
+	if !d.async {
+		return
 	}
+	s.bg.Add(1)
+	go func() { // the flusher
+		defer s.bg.Done()
+		for {
+			select {
+			case <-s.stop:
+				return // close writes the rest
+			case <-d.kick:
+				d.flush()
+			}
+		}
+	}()
+	s.bg.Add(1)
+	go s.every(s.opts.syncInterval, func() { // the syncer
+		if s.opts.sync == SyncInterval {
+			d.sync()
+		} else {
+			d.flush()
+		}
+	})
+}
+
+// flush hands the records buffered under SyncInterval or SyncNever to the
+// operating system.
+func (d *durability[V]) flush() error {
+	if _, err := d.w.Flush(); err != nil {
+		return d.fail(err)
+	}
+	return nil
 }
 
 // err returns the failure that stopped the store's writes, if any.
@@ -187,6 +240,11 @@ func (d *durability[V]) fail(err error) error {
 func (d *durability[V]) sync() error {
 	if err := d.err(); err != nil {
 		return err
+	}
+	if d.async {
+		if err := d.flush(); err != nil {
+			return err
+		}
 	}
 	if err := d.w.Sync(); err != nil {
 		return d.fail(err)
@@ -321,8 +379,8 @@ func (s *state[V]) drain(batch []*request[V], self *request[V], mine func()) {
 	}
 	if err == nil && d.w.Buffered() > 0 {
 		var n int
-		n, err = d.w.Flush(s.order.Next())
-		if err == nil && s.opts.sync == SyncAlways {
+		n, err = d.w.Flush()
+		if err == nil {
 			err = d.w.Sync()
 		}
 		d.logged.Add(int64(n))
@@ -350,12 +408,33 @@ func (s *state[V]) drain(batch []*request[V], self *request[V], mine func()) {
 			close(r.done)
 		}
 	}
-	if d.logged.Load() >= s.opts.checkpointBytes {
+	d.checkpointIfDue(s.opts.checkpointBytes)
+}
+
+// checkpointIfDue wakes the checkpointer once limit bytes, and at least as
+// many as the newest snapshot holds, were logged since the last checkpoint.
+func (d *durability[V]) checkpointIfDue(limit int64) {
+	if n := d.logged.Load(); n >= limit && n >= d.snapBytes.Load() {
 		select {
 		case d.ckpt <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// writeAsync is a write call under SyncInterval or SyncNever: run under
+// the write lock and published at once, its records left to the flusher.
+func (s *state[V]) writeAsync(fn func()) error {
+	d := s.d
+	s.mu.Lock()
+	if err := d.err(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	fn()
+	s.mu.Unlock()
+	d.checkpointIfDue(s.opts.checkpointBytes)
+	return nil
 }
 
 func (s *state[V]) runRequest(r *request[V]) {
@@ -399,17 +478,46 @@ func (s *state[V]) publishLocked() {
 
 // ---- logging, under mu ----
 
-// logLocked logs a record: buffered for the drain's write during a drain,
-// written at once otherwise (compactions and trims). Nothing is logged while
-// Open replays the log.
+// logLocked logs a record: buffered for the drain's write during a drain;
+// under SyncInterval and SyncNever, buffered for the flusher; written at
+// once otherwise (compactions and trims). Nothing is logged while Open
+// replays the log.
 func (s *state[V]) logLocked(kind wal.Kind, payload []byte) {
 	d := s.d
 	if d.replaying {
 		return
 	}
-	d.w.Buffer(kind, payload)
-	if !d.draining {
-		n, err := d.w.Flush(s.order.Next())
+	s.bufferedLocked(d.w.Buffer(kind, payload), wal.FrameSize(len(payload)))
+}
+
+// logBatchRecordLocked is logLocked of a batch record, encoded straight
+// into the log's buffer.
+func (s *state[V]) logBatchRecordLocked(b wal.Batch) {
+	if s.d.replaying {
+		return
+	}
+	s.bufferedLocked(s.d.w.BufferBatch(b))
+}
+
+// bufferedLocked acts on a record of size bytes just buffered, with n
+// bytes buffered in all: see logLocked.
+func (s *state[V]) bufferedLocked(n, size int) {
+	d := s.d
+	switch {
+	case d.draining:
+	case d.async:
+		d.logged.Add(int64(size))
+		if n == size { // the buffer was empty: the flusher may be asleep
+			select {
+			case d.kick <- struct{}{}:
+			default:
+			}
+		}
+		if n >= asyncBuffer {
+			d.flush()
+		}
+	default:
+		n, err := d.w.Flush()
 		d.logged.Add(int64(n))
 		if err != nil {
 			d.fail(err)
@@ -458,7 +566,7 @@ func (s *state[V]) logBatchLocked(cs []change[V], t time.Time) error {
 		}
 	}
 	d.payload = vals
-	s.logLocked(wal.KindBatch, wal.AppendBatch(nil, d.batch))
+	s.logBatchRecordLocked(d.batch)
 	return nil
 }
 
@@ -473,9 +581,10 @@ func (s *state[V]) logExpireLocked(key string, e *revlog.Entry[V], t time.Time) 
 	if s.d.replaying {
 		return
 	}
-	var b [1]wal.Entry
-	logEntry(&b[0], key, e, t)
-	s.logLocked(wal.KindBatch, wal.AppendBatch(nil, b[:]))
+	d := s.d
+	d.batch = append(d.batch[:0], wal.Entry{})
+	logEntry(&d.batch[0], key, e, t)
+	s.logBatchRecordLocked(d.batch)
 }
 
 // logTrimLocked logs that kl's log now starts at its first entry (or that
@@ -488,5 +597,6 @@ func (s *state[V]) logTrimLocked(kl *keyLog[V], removed, count bool) {
 	if !removed {
 		t.Lo = kl.log.Entries()[0].Rev
 	}
-	s.logLocked(wal.KindTrim, wal.AppendTrim(nil, t))
+	s.d.rec = wal.AppendTrim(s.d.rec[:0], t)
+	s.logLocked(wal.KindTrim, s.d.rec)
 }

@@ -335,6 +335,38 @@ func TestDirectoryStaysFlat(t *testing.T) {
 	}
 }
 
+// TestCheckpointsKeepPace: with every revision kept, automatic checkpoints
+// wait for as much log as the last snapshot holds, so the bytes they write
+// stay within those logged (a checkpoint every 4 KiB would rewrite the
+// whole history each time: hundreds of snapshots here), and a reopen after
+// them still answers everything.
+func TestCheckpointsKeepPace(t *testing.T) {
+	m := vfs.NewMem()
+	snaps := 0
+	m.SetFault(func(op vfs.Op, name string) error {
+		if op == vfs.OpRename {
+			snaps++ // a snapshot put in place
+		}
+		return nil
+	})
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithCheckpointBytes(4<<10), revkv.WithSync(revkv.SyncNever))
+	require.NoError(t, err)
+	const revs = 40_000 // ~2 MB of log
+	for i := range revs {
+		_, err := s.Put(fmt.Sprint("k", i%500), fmt.Sprint("value ", i))
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+	t.Logf("%d revisions, %d checkpoints", revs, snaps)
+	require.Greater(t, snaps, 3, "checkpoints were taken")
+	require.Less(t, snaps, 25, "each checkpoint waited for as much log as the last snapshot")
+	s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
+	require.NoError(t, err)
+	defer s.Close()
+	require.Equal(t, revkv.Revision(revs), s.Rev())
+	require.Len(t, s.History("k7"), revs/500)
+}
+
 func dirSize(t *testing.T, dir string) int64 {
 	des, err := os.ReadDir(dir)
 	require.NoError(t, err)

@@ -21,13 +21,13 @@ const expiryBatch = 256
 // purge materialises every expiry due, expiryBatch at a time, and returns how
 // many. It is PurgeExpired and each tick of the expirer.
 func (s *state[V]) purge() int {
-	if s.d != nil {
+	if s.d != nil && !s.d.async {
 		return s.purgeDurable()
 	}
 	total := 0
 	for {
 		s.mu.Lock()
-		if s.closed {
+		if s.closed || s.d != nil && s.d.err() != nil {
 			s.mu.Unlock()
 			return total
 		}

@@ -282,3 +282,112 @@ func TestFaultsDuringOpen(t *testing.T) {
 		require.NoError(t, s.Close())
 	}
 }
+
+// killed returns what a killed process would leave of m: every byte
+// written, synced or not (the operating system outlives the process).
+func killed(t *testing.T, m *vfs.Mem, dir string) *vfs.Mem {
+	c := vfs.NewMem()
+	names, err := m.List(dir)
+	require.NoError(t, err)
+	require.NoError(t, c.MkdirAll(dir))
+	for _, n := range names {
+		if n != "LOCK" {
+			c.WriteFile(dir+"/"+n, m.Bytes(dir+"/"+n))
+		}
+	}
+	return c
+}
+
+// TestFlusher: under SyncNever and SyncInterval a write returns before its
+// record is written, and the flusher writes it without any call to Sync,
+// Checkpoint or Close: a process killed a moment later keeps it. The
+// interval is an hour, so only the flusher's wake-up can do it.
+func TestFlusher(t *testing.T) {
+	for _, mode := range []revkv.SyncMode{revkv.SyncNever, revkv.SyncInterval} {
+		m := vfs.NewMem()
+		s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithSync(mode), revkv.WithSyncInterval(time.Hour))
+		require.NoError(t, err)
+		for round := range 3 {
+			for range 50 {
+				next := int64(s.Rev()) + 1
+				_, err := s.Put(crashKey(next), fmt.Sprint(next))
+				require.NoError(t, err)
+			}
+			want := s.Rev()
+			require.Eventually(t, func() bool {
+				c, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(killed(t, m, "/db")))
+				require.NoError(t, err)
+				defer c.Close()
+				checkCrashHistory(t, c)
+				return c.Rev() == want
+			}, 10*time.Second, time.Millisecond, "mode %d round %d: revision %d written by the flusher", mode, round, want)
+		}
+		require.NoError(t, s.Close())
+	}
+}
+
+// TestAsyncFaults is TestFaults under SyncNever and SyncInterval, where
+// records are written by the flusher after the write returned: a failed
+// write or sync stops every later write with its cause (within moments),
+// Sync and Close return it, and a power cut afterwards leaves a prefix
+// holding everything the last successful Sync covered.
+func TestAsyncFaults(t *testing.T) {
+	for _, mode := range []revkv.SyncMode{revkv.SyncNever, revkv.SyncInterval} {
+		for _, op := range []vfs.Op{vfs.OpWrite, vfs.OpSync} {
+			injected := error(syscall.EIO)
+			if op == vfs.OpWrite {
+				injected = syscall.ENOSPC
+			}
+			for nth := 1; nth <= 12; nth++ {
+				what := fmt.Sprintf("mode %d, %v #%d", mode, op, nth)
+				m := vfs.NewMem()
+				seen := 0
+				m.SetFault(func(o vfs.Op, _ string) error {
+					if o == op {
+						if seen++; seen == nth {
+							return injected
+						}
+					}
+					return nil
+				})
+				s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithSync(mode), revkv.WithSyncInterval(time.Millisecond))
+				if err != nil {
+					require.True(t, errors.Is(err, injected), "%s: Open: %v", what, err)
+					continue
+				}
+				var synced int64
+				var failure error
+				for i := 0; i < 400 && failure == nil; i++ {
+					next := int64(s.Rev()) + 1
+					if _, err := s.Put(crashKey(next), fmt.Sprint(next)); err != nil {
+						failure = err
+						break
+					}
+					if i%25 == 24 {
+						rev := int64(s.Rev())
+						if err := s.Sync(); err != nil {
+							failure = err
+						} else {
+							synced = rev
+						}
+					}
+				}
+				if failure != nil {
+					require.True(t, errors.Is(failure, injected), "%s: %v", what, failure)
+					_, again := s.Put("k0", "after")
+					require.True(t, errors.Is(again, injected), "%s: every later write fails with the same cause: %v", what, again)
+					require.True(t, errors.Is(s.Sync(), injected), "%s: Sync returns the failure", what)
+				}
+				cerr := s.Close()
+				require.Equal(t, failure != nil, cerr != nil, "%s: Close returns the failure: %v", what, cerr)
+				m.SetFault(nil)
+				crashed := m.Crash(rand.New(rand.NewPCG(uint64(nth), uint64(op))))
+				s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(crashed))
+				require.NoError(t, err, "%s: reopen after the crash", what)
+				require.GreaterOrEqual(t, int64(s.Rev()), synced, "%s: what Sync covered survives", what)
+				checkCrashHistory(t, s)
+				require.NoError(t, s.Close())
+			}
+		}
+	}
+}

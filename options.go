@@ -79,9 +79,16 @@ const (
 	// that arrive together share one sync (group commit).
 	SyncAlways SyncMode = iota
 	// SyncInterval syncs the log every WithSyncInterval (default 1 s): a
-	// crash loses at most that much.
+	// crash loses at most that much. A write returns, and is visible, as
+	// soon as it is in memory; a background flusher hands its records to
+	// the operating system right after (so a killed process, unlike a
+	// power cut, loses only what the flusher had not yet written).
 	SyncInterval
-	// SyncNever leaves syncing to the operating system (and Close).
+	// SyncNever leaves syncing to the operating system (and Close, Sync and
+	// checkpoints). Records reach the operating system as under
+	// SyncInterval, and at least every WithSyncInterval, so a killed
+	// process loses at most that interval's writes, and a power cut what
+	// the operating system had not written back.
 	SyncNever
 )
 
@@ -90,15 +97,21 @@ func WithSync(m SyncMode) Option {
 	return func(o *options) { o.sync = m }
 }
 
-// WithSyncInterval sets how often SyncInterval syncs (default 1 s); New
-// ignores it. A negative d makes Open panic.
+// WithSyncInterval sets how often SyncInterval syncs, and how often
+// SyncNever at least writes what is buffered (default 1 s); New ignores it. A negative d makes Open panic.
 func WithSyncInterval(d time.Duration) Option {
 	return func(o *options) { o.syncInterval = d }
 }
 
 // WithCheckpointBytes makes a store on a directory write a snapshot, and
-// delete the log it covers, once n bytes were logged since the last one
-// (default 64 MiB). New ignores it. A negative n makes Open panic.
+// delete the log it covers, once n bytes (default 64 MiB), and at least as
+// many as the last snapshot holds, were logged since the last one. The
+// second rule is Redis's for rewriting its append-only file: a snapshot
+// holds every retained revision, so without it a store that keeps a long
+// history would rewrite all of it every n bytes; with it, the bytes
+// checkpoints write stay at most those logged, and the directory at most
+// about three times what the store retains. New ignores it. A negative n
+// makes Open panic.
 func WithCheckpointBytes(n int64) Option {
 	return func(o *options) { o.checkpointBytes = n }
 }

@@ -31,7 +31,13 @@ func (s *state[V]) recover() (wal.Tail, error) {
 	from := int64(1)
 	if n := len(snaps); n > 0 {
 		at := snaps[n-1]
-		if err := wal.ReadSnapshot(d.fs, d.dir, at, s.applySnapshotRecord); err != nil {
+		size := int64(0)
+		err := wal.ReadSnapshot(d.fs, d.dir, at, func(kind wal.Kind, p []byte) error {
+			size += int64(wal.FrameSize(len(p)))
+			return s.applySnapshotRecord(kind, p)
+		})
+		d.snapBytes.Store(size)
+		if err != nil {
 			return wal.Tail{}, err
 		}
 		if s.order.Last().Rev != at {
@@ -39,7 +45,10 @@ func (s *state[V]) recover() (wal.Tail, error) {
 		}
 		from = at + 1
 	}
-	return wal.Replay(d.fs, d.dir, from, s.applyLogRecord)
+	return wal.Replay(d.fs, d.dir, from, func(kind wal.Kind, p []byte) error {
+		d.logged.Add(int64(wal.FrameSize(len(p)))) // the next checkpoint counts it
+		return s.applyLogRecord(kind, p)
+	})
 }
 
 func (s *state[V]) applyLogRecord(kind wal.Kind, p []byte) error {

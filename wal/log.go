@@ -151,19 +151,32 @@ func allZero(b []byte) bool {
 }
 
 // Writer appends records to the last segment of a log and starts new ones.
-// Append, Buffer, Flush, Rotate and Close are for one goroutine at a time
-// (the store's write lock); Sync and Err may run beside them. After a
-// failed write or sync every later call returns the same error: what
-// reached the file is unknown, so nothing more may be written after it.
+// Its methods may be called from many goroutines: records reach the file
+// in the order Buffer (or Append) took them, whichever goroutine's Flush
+// writes them, so one goroutine may buffer under its own lock while
+// another writes. After a failed write or sync every later call returns
+// the same error: what reached the file is unknown, so nothing more may be
+// written after it.
+//
+// Locks, in the order they are taken: wmu, then bufMu or syncMu.
 type Writer struct {
 	fs   vfs.FS
 	dir  string
-	f    vfs.File                // replaced by Rotate under syncMu
+	f    vfs.File                // written under wmu; replaced under wmu and syncMu
 	wrap func(vfs.File) vfs.File // set by Inject
 
-	buf []byte // records buffered for the next Flush
+	// bufMu guards buf: records buffered for the next Flush. It is held
+	// only to append to buf or to swap it out.
+	bufMu sync.Mutex
+	buf   []byte
+	// wmu is held across taking buf and writing it, so that flushes write
+	// in the order they took their records; and across a segment switch.
+	// It guards spare (the buffer the last Flush wrote, reused) and size.
+	wmu   sync.Mutex
+	spare []byte
 	// syncMu is held across an fsync and across a segment switch, so that
-	// a Sync never meets a file Rotate closed.
+	// a Sync never meets a file Rotate closed, while a Sync and a write to
+	// the file may run together.
 	syncMu sync.Mutex
 	err    atomic.Pointer[error]
 	// dirty is set by each write and cleared by the Sync that covers it,
@@ -222,8 +235,8 @@ func OpenWriter(fs vfs.FS, dir string, tail Tail, next int64) (*Writer, error) {
 }
 
 // create starts the segment of rev: written, synced, and its directory
-// entry synced, before any record goes into it. The caller holds syncMu or
-// is the only user.
+// entry synced, before any record goes into it. The caller holds wmu and
+// syncMu, or is the only user.
 func (w *Writer) create(rev int64) error {
 	name := filepath.Join(w.dir, SegmentName(rev))
 	f, err := w.fs.Create(name)
@@ -264,42 +277,81 @@ func (w *Writer) Err() error {
 	return nil
 }
 
-// Buffer adds a record to those the next Flush writes.
-func (w *Writer) Buffer(kind Kind, payload []byte) {
+// Buffer adds a record to those the next Flush writes, and returns the
+// number of bytes buffered, the record's included.
+func (w *Writer) Buffer(kind Kind, payload []byte) int {
+	w.bufMu.Lock()
 	w.buf = appendFrame(w.buf, kind, payload)
+	n := len(w.buf)
+	w.bufMu.Unlock()
+	return n
 }
 
+// BufferBatch is Buffer of a KindBatch record of b, encoded straight into
+// the buffer. It returns the number of bytes buffered and the record's size.
+func (w *Writer) BufferBatch(b Batch) (buffered, size int) {
+	w.bufMu.Lock()
+	start := len(w.buf)
+	w.buf = appendFrameFunc(w.buf, KindBatch, func(dst []byte) []byte { return AppendBatch(dst, b) })
+	buffered = len(w.buf)
+	w.bufMu.Unlock()
+	return buffered, buffered - start
+}
+
+// FrameSize is the number of bytes a record of n payload bytes takes.
+func FrameSize(n int) int { return frameSize + n }
+
 // Buffered returns the number of bytes buffered.
-func (w *Writer) Buffered() int { return len(w.buf) }
+func (w *Writer) Buffered() int {
+	w.bufMu.Lock()
+	defer w.bufMu.Unlock()
+	return len(w.buf)
+}
 
 // Flush writes the buffered records to the segment (to the operating system,
 // not yet to stable storage: see Sync) and returns how many bytes it wrote.
-// next is the revision the first record after them will take: if the
-// segment is past SegmentSize, the next records go to a new segment named
-// by it.
-func (w *Writer) Flush(next int64) (int, error) {
+func (w *Writer) Flush() (int, error) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.flushLocked()
+}
+
+// flushLocked is Flush for a caller holding wmu.
+func (w *Writer) flushLocked() (int, error) {
+	w.bufMu.Lock()
+	b := w.buf
+	w.buf = w.spare[:0]
+	w.bufMu.Unlock()
+	w.spare = b
 	if err := w.Err(); err != nil {
-		w.buf = w.buf[:0]
 		return 0, err
 	}
-	n, err := w.f.Write(w.buf)
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, err := w.f.Write(b)
 	w.size += int64(n)
-	w.buf = w.buf[:0]
 	w.dirty.Store(true)
 	if err != nil {
 		return n, w.fail(err)
 	}
-	if w.size >= w.SegmentSize {
-		return n, w.Rotate(next)
-	}
 	return n, nil
 }
 
-// Append writes one record: Buffer and Flush.
+// Append writes one record and what was buffered before it. next is the
+// revision the first record after it will take: if the segment is past
+// SegmentSize, the next records go to a new segment named by it.
 func (w *Writer) Append(kind Kind, payload []byte, next int64) error {
 	w.Buffer(kind, payload)
-	_, err := w.Flush(next)
-	return err
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if _, err := w.flushLocked(); err != nil {
+		return err
+	}
+	if w.size >= w.SegmentSize {
+		return w.rotateLocked(next)
+	}
+	return nil
 }
 
 // Sync makes every record flushed so far durable. It may run beside the
@@ -322,8 +374,10 @@ func (w *Writer) Sync() error {
 	return nil
 }
 
-// Close closes the segment file; it does not sync.
+// Close closes the segment file; it neither writes what is buffered nor syncs.
 func (w *Writer) Close() error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
 	if w.f == nil {
@@ -334,9 +388,58 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// Rotate syncs the current segment and starts one at rev, so that the
-// segments before it can be removed once a snapshot covers them.
+// Rotate writes what is buffered, syncs the current segment and starts one
+// at rev, so that the segments before it can be removed once a snapshot
+// covers them. The caller guarantees nothing at or above rev is buffered.
 func (w *Writer) Rotate(rev int64) error {
+	return w.Cut().Rotate(rev)
+}
+
+// A Cut is a rotation begun: the records buffered when it was made go to
+// the current segment, and those buffered after it to the next, which
+// Rotate starts. Nothing is written between Cut and Rotate, so a caller
+// that buffers under its own lock can make the Cut under it, release it,
+// and sync the old segment without holding up its writers; no record of
+// the next segment is written before the old one is synced, so a crash
+// never keeps a later record without an earlier one.
+type Cut struct {
+	w   *Writer
+	old []byte
+}
+
+// Cut begins a rotation: see Cut. Until its Rotate, flushes wait.
+func (w *Writer) Cut() *Cut {
+	w.wmu.Lock()
+	w.bufMu.Lock()
+	old := w.buf
+	w.buf = w.spare[:0]
+	w.bufMu.Unlock()
+	w.spare = nil
+	return &Cut{w: w, old: old}
+}
+
+// Rotate writes the cut's records to the current segment, syncs it, and
+// starts the segment of rev. It must be called once.
+func (c *Cut) Rotate(rev int64) error {
+	w := c.w
+	defer w.wmu.Unlock()
+	if err := w.Err(); err != nil {
+		return err
+	}
+	if len(c.old) > 0 {
+		n, err := w.f.Write(c.old)
+		w.size += int64(n)
+		w.dirty.Store(true)
+		if err != nil {
+			return w.fail(err)
+		}
+	}
+	w.spare = c.old
+	return w.rotateLocked(rev)
+}
+
+// rotateLocked is Rotate, after the flush, for a caller holding wmu.
+func (w *Writer) rotateLocked(rev int64) error {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
 	if err := w.Err(); err != nil {
@@ -354,6 +457,8 @@ func (w *Writer) Rotate(rev int64) error {
 // Inject makes the writer write every segment, the current one and those
 // it starts, through wrap(file): for tests that inject failures.
 func (w *Writer) Inject(wrap func(vfs.File) vfs.File) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
 	w.wrap = wrap

@@ -56,6 +56,15 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// kindCRC[k] is the checksum of the kind byte k, where a record's checksum
+// starts: crc32.Update has a fixed cost that showed for one byte.
+var kindCRC = func() (t [256]uint32) {
+	for k := range t {
+		t[k] = crc32.Update(0, castagnoli, []byte{byte(k)})
+	}
+	return t
+}()
+
 // fileHeader returns the header of a file with the given magic.
 func fileHeader(magic string) []byte {
 	h := make([]byte, headerSize)
@@ -83,12 +92,26 @@ func checkHeader(h []byte, magic string) error {
 func appendFrame(dst []byte, kind Kind, payload []byte) []byte {
 	var f [frameSize]byte
 	binary.LittleEndian.PutUint32(f[0:], uint32(len(payload)))
-	crc := crc32.Update(0, castagnoli, []byte{byte(kind)})
+	crc := kindCRC[kind]
 	crc = crc32.Update(crc, castagnoli, payload)
 	binary.LittleEndian.PutUint32(f[4:], crc)
 	f[8] = byte(kind)
 	dst = append(dst, f[:]...)
 	return append(dst, payload...)
+}
+
+// appendFrameFunc appends a record of kind whose payload fill appends to
+// its argument, without copying the payload.
+func appendFrameFunc(dst []byte, kind Kind, fill func([]byte) []byte) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, frameSize)...)
+	dst = fill(dst)
+	payload := dst[start+frameSize:]
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(payload)))
+	crc := kindCRC[kind]
+	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Update(crc, castagnoli, payload))
+	dst[start+8] = byte(kind)
+	return dst
 }
 
 // frameStatus says what parseFrame found at an offset.
@@ -115,7 +138,7 @@ func parseFrame(b []byte) (kind Kind, payload []byte, size int, st frameStatus) 
 		return 0, nil, size, frameShort
 	}
 	kind, payload = Kind(b[8]), b[frameSize:size]
-	crc := crc32.Update(0, castagnoli, b[8:9])
+	crc := kindCRC[b[8]]
 	if crc32.Update(crc, castagnoli, payload) != binary.LittleEndian.Uint32(b[4:]) {
 		return 0, nil, size, frameBadCRC
 	}

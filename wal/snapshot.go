@@ -33,8 +33,13 @@ type SnapshotWriter struct {
 	f        vfs.File
 	buf      []byte
 	n        uint64 // records written after the state
+	size     int64  // bytes written to the file
 	err      error
 }
+
+// Size returns the number of bytes the snapshot holds so far; after Commit,
+// its size.
+func (w *SnapshotWriter) Size() int64 { return w.size + int64(len(w.buf)) }
 
 // CreateSnapshot starts the snapshot at rev, with the state record's payload.
 func CreateSnapshot(fs vfs.FS, dir string, rev int64, state []byte) (*SnapshotWriter, error) {
@@ -63,7 +68,9 @@ func (w *SnapshotWriter) Add(kind Kind, payload []byte) error {
 
 func (w *SnapshotWriter) flush() {
 	if w.err == nil && len(w.buf) > 0 {
-		_, w.err = w.f.Write(w.buf)
+		var n int
+		n, w.err = w.f.Write(w.buf)
+		w.size += int64(n)
 		w.buf = w.buf[:0]
 	}
 }
