@@ -75,17 +75,17 @@ type durability[V any] struct {
 	touched   []string              // keys the drain wrote, whose watchers publication wakes
 	trims     []*keyLog[V]          // keys whose history cap cut waits for publication (keyLog.drop)
 	batch     wal.Batch
-	payload   []byte // the batch's encoded values
-	rec       []byte // the record being logged: logLocked copies it out
+	payload   []byte      // the batch's encoded values
+	rec       []byte      // the record being logged: logLocked copies it out
 	replay    []change[V] // applyBatch's buffer
 
-	logged  atomic.Int64  // bytes logged since the last checkpoint
+	logged atomic.Int64 // bytes logged since the last checkpoint
 	// snapBytes is the size of the newest snapshot: a checkpoint waits for
 	// at least as many bytes of log (see WithCheckpointBytes).
 	snapBytes atomic.Int64
-	ckptMu  sync.Mutex    // one checkpoint at a time; taken before state.mu
-	ckpt    chan struct{} // wakes the checkpointer
-	failure atomic.Pointer[error]
+	ckptMu    sync.Mutex    // one checkpoint at a time; taken before state.mu
+	ckpt      chan struct{} // wakes the checkpointer
+	failure   atomic.Pointer[error]
 }
 
 type slotUpdate[V any] struct {
