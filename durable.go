@@ -78,6 +78,9 @@ type durability[V any] struct {
 	payload   []byte      // the batch's encoded values
 	rec       []byte      // the record being logged: logLocked copies it out
 	replay    []change[V] // applyBatch's buffer
+	decoder   wal.BatchDecoder
+	decoded   wal.Batch // the decoder's buffer
+	key       wal.Key   // the snapshot key being restored
 
 	logged atomic.Int64 // bytes logged since the last checkpoint
 	// snapBytes is the size of the newest snapshot: a checkpoint waits for

@@ -54,11 +54,14 @@ func (s *state[V]) recover() (wal.Tail, error) {
 func (s *state[V]) applyLogRecord(kind wal.Kind, p []byte) error {
 	switch kind {
 	case wal.KindBatch:
-		b, err := wal.DecodeBatch(p)
+		b, err := s.d.decoder.Decode(s.d.decoded, p)
 		if err != nil {
 			return err
 		}
-		return s.applyBatch(b)
+		s.d.decoded = b
+		err = s.applyBatch(b)
+		clear(b) // its values point into the file's bytes
+		return err
 	case wal.KindCompact:
 		c, err := wal.DecodeCompact(p)
 		if err != nil {
@@ -218,11 +221,13 @@ func (s *state[V]) applySnapshotRecord(kind wal.Kind, p []byte) error {
 		}
 		return s.restoreState(st)
 	case wal.KindKey:
-		k, err := wal.DecodeKey(p)
-		if err != nil {
+		k := &s.d.key
+		if err := wal.DecodeKeyInto(k, p); err != nil {
 			return err
 		}
-		return s.restoreKey(k)
+		err := s.restoreKey(k)
+		clear(k.Entries) // their values point into the file's bytes
+		return err
 	}
 	return fmt.Errorf("a snapshot record of unknown kind %d", kind)
 }
@@ -260,23 +265,25 @@ func (s *state[V]) restoreKey(k *wal.Key) error {
 	if s.lookupLocked(k.Key) != nil {
 		return fmt.Errorf("key %q twice", k.Key)
 	}
-	es := make([]revlog.Entry[V], len(k.Entries))
+	// An error fails Open, so entries go straight into the key's log.
+	kl := s.addKeyLocked(k.Key)
+	kl.log.Grow(len(k.Entries) + 1) // and room for an expiry, as Append leaves
+	var prev *revlog.Entry[V]
 	for i := range k.Entries {
 		x := &k.Entries[i]
 		t, err := s.timeOf(x)
 		if err != nil {
 			return err
 		}
-		if x.Rev < 1 || x.Rev > s.order.Last().Rev || i > 0 && (x.Rev <= es[i-1].Rev || t.Before(es[i-1].Time(&s.zones))) {
+		if x.Rev < 1 || x.Rev > s.order.Last().Rev || prev != nil && (x.Rev <= prev.Rev || t.Before(prev.Time(&s.zones))) {
 			return fmt.Errorf("key %q: entry at revision %d out of order", k.Key, x.Rev)
 		}
-		if err := s.entryOf(&es[i], x, t); err != nil {
+		var e revlog.Entry[V]
+		if err := s.entryOf(&e, x, t); err != nil {
 			return err
 		}
-	}
-	kl := s.addKeyLocked(k.Key)
-	for i := range es {
-		kl.log.Append(es[i])
+		kl.log.Append(e)
+		prev, _ = kl.log.Last()
 	}
 	if k.Trimmed {
 		kl.log.MarkTrimmed()

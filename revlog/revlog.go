@@ -141,6 +141,12 @@ func (l *Log[V]) Append(e Entry[V]) {
 	}
 }
 
+// Grow makes room for n more entries, so that as many Appends do not
+// allocate: for a log rebuilt from a snapshot, whose length is known.
+func (l *Log[V]) Grow(n int) {
+	l.entries = slices.Grow(l.entries, n)
+}
+
 // Len returns the number of retained entries.
 func (l *Log[V]) Len() int { return len(l.entries) }
 

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 )
 
 // Version is the format version this package writes and reads.
@@ -192,8 +193,9 @@ func (e *enc) entry(x *Entry, key bool) {
 
 // dec reads the fields of a payload; the first error sticks.
 type dec struct {
-	b   []byte
-	err error
+	b    []byte
+	err  error
+	zone string // the last zone name decoded: most entries share one
 }
 
 var errShortPayload = errors.New("payload ends early")
@@ -265,7 +267,10 @@ func (d *dec) entry(x *Entry, key bool) {
 	x.Rev = d.varint()
 	x.Sec = d.varint()
 	x.Nsec = d.int32()
-	x.Zone = string(d.raw())
+	if z := d.raw(); string(z) != d.zone {
+		d.zone = string(z)
+	}
+	x.Zone = d.zone
 	x.Offset = d.int32()
 	if x.HasTTL {
 		x.Expires = d.varint()
@@ -300,12 +305,27 @@ func AppendBatch(dst []byte, b Batch) []byte {
 
 // DecodeBatch decodes a KindBatch payload.
 func DecodeBatch(p []byte) (Batch, error) {
-	d := dec{b: p}
+	var d BatchDecoder
+	return d.Decode(nil, p)
+}
+
+// A BatchDecoder decodes KindBatch payloads one after another, reusing
+// what it can: the slice of entries, and the zone names.
+type BatchDecoder struct {
+	zone string
+}
+
+// Decode decodes the batch p into dst's storage, which it may grow, and
+// returns it.
+func (bd *BatchDecoder) Decode(dst Batch, p []byte) (Batch, error) {
+	d := dec{b: p, zone: bd.zone}
+	defer func() { bd.zone = d.zone }()
 	n := d.uvarint()
 	if n > uint64(len(p)) { // every entry takes several bytes
 		return nil, errShortPayload
 	}
-	b := make(Batch, n)
+	b := slices.Grow(dst[:0], int(n))[:n]
+	clear(b)
 	for i := range b {
 		d.entry(&b[i], true)
 	}
@@ -464,16 +484,23 @@ func AppendKey(dst []byte, k *Key) []byte {
 
 // DecodeKey decodes a KindKey payload.
 func DecodeKey(p []byte) (*Key, error) {
+	k := new(Key)
+	return k, DecodeKeyInto(k, p)
+}
+
+// DecodeKeyInto is DecodeKey into k, whose Entries' storage it reuses.
+func DecodeKeyInto(k *Key, p []byte) error {
 	d := dec{b: p}
-	k := &Key{Key: string(d.raw()), Trimmed: d.byte1() == 1, Dropped: d.varint()}
+	*k = Key{Key: string(d.raw()), Trimmed: d.byte1() == 1, Dropped: d.varint(), Entries: k.Entries[:0]}
 	n := d.uvarint()
 	if n > uint64(len(p)) {
-		return nil, errShortPayload
+		return errShortPayload
 	}
-	k.Entries = make([]Entry, n)
+	k.Entries = slices.Grow(k.Entries, int(n))[:n]
+	clear(k.Entries)
 	for i := range k.Entries {
 		d.entry(&k.Entries[i], false)
 		k.Entries[i].Key = k.Key
 	}
-	return k, d.done()
+	return d.done()
 }
