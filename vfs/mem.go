@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -164,6 +165,15 @@ func (m *Mem) ReadFile(name string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
 	return slices.Clone(ino.data), nil
+}
+
+// OpenRead returns a reader of the file's contents when it was opened.
+func (m *Mem) OpenRead(name string) (io.ReadCloser, error) {
+	data, err := m.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
 func (m *Mem) List(dir string) ([]string, error) {

@@ -2,7 +2,7 @@
 // operating system's (OS), or Mem, an in-memory one that can crash — losing
 // what was not synced, as a power cut would — and fail on demand. It holds
 // only what the log and snapshot formats need: create, append, truncate,
-// sync, rename, remove, list, read whole, lock.
+// sync, rename, remove, list, read, lock.
 //
 // Names are slash-separated paths as the caller builds them with
 // path/filepath; a file's directory is filepath.Dir of its name.
@@ -38,6 +38,8 @@ type FS interface {
 	OpenAppend(name string) (File, error)
 	// ReadFile returns the file's whole contents.
 	ReadFile(name string) ([]byte, error)
+	// OpenRead opens a file for reading from its start.
+	OpenRead(name string) (io.ReadCloser, error)
 	// List returns the names (not paths) of the files in dir, sorted.
 	List(dir string) ([]string, error)
 	Rename(oldname, newname string) error
@@ -64,6 +66,8 @@ func (osFS) OpenAppend(name string) (File, error) {
 }
 
 func (osFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+func (osFS) OpenRead(name string) (io.ReadCloser, error) { return os.Open(name) }
 
 func (osFS) List(dir string) ([]string, error) {
 	des, err := os.ReadDir(dir)

@@ -93,11 +93,12 @@ func Replay(fs vfs.FS, dir string, from int64, fn func(kind Kind, payload []byte
 			continue
 		}
 		name := filepath.Join(dir, SegmentName(first))
-		data, err := fs.ReadFile(name)
+		f, err := fs.OpenRead(name)
 		if err != nil {
 			return tail, err
 		}
-		size, torn, err := replaySegment(name, data, last, fn)
+		size, torn, err := replaySegment(name, newFrameReader(f), last, fn)
+		f.Close()
 		if err != nil {
 			return tail, err
 		}
@@ -106,39 +107,62 @@ func Replay(fs vfs.FS, dir string, from int64, fn func(kind Kind, payload []byte
 	return tail, nil
 }
 
-func replaySegment(name string, data []byte, last bool, fn func(Kind, []byte) error) (size int64, torn bool, err error) {
-	if len(data) < headerSize && last {
-		// A crash while the segment was being created: nothing was in it.
-		return 0, len(data) > 0, nil
+func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte) error) (size int64, torn bool, err error) {
+	readErr := func(err error) (int64, bool, error) { return 0, false, fmt.Errorf("reading %s: %w", name, err) }
+	if err := fr.fill(headerSize); err != nil {
+		return readErr(err)
 	}
-	if err := checkHeader(data, magicLog); err != nil {
+	if h := fr.available(); len(h) < headerSize && last {
+		// A crash while the segment was being created: nothing was in it.
+		return 0, len(h) > 0, nil
+	}
+	if err := checkHeader(fr.available(), magicLog); err != nil {
 		return 0, false, &Corruption{File: name, Offset: 0, Why: err.Error()}
 	}
-	off := headerSize
-	for off < len(data) {
-		kind, payload, n, st := parseFrame(data[off:])
+	fr.skip(headerSize)
+	for {
+		off := fr.offset()
+		kind, payload, n, st, err := fr.next()
+		if err != nil {
+			return readErr(err)
+		}
+		if st == frameShort && len(fr.available()) == 0 {
+			return off, false, nil // the end of the file
+		}
+		ends := false
+		if last && st == frameBadCRC {
+			if ends, err = fr.endsAfter(n); err != nil {
+				return readErr(err)
+			}
+		}
 		switch {
 		case st == frameOK:
 		case last && st == frameShort:
-			return int64(off), true, nil
-		case last && st == frameBadCRC && off+n == len(data):
-			return int64(off), true, nil
-		case st == frameBadLength && last && allZero(data[off:]):
-			return int64(off), true, nil // a tail the file system zero-filled
+			return off, true, nil
+		case ends:
+			return off, true, nil
+		case st == frameBadLength && last:
+			zero, err := fr.restZero()
+			if err != nil {
+				return readErr(err)
+			}
+			if zero {
+				return off, true, nil // a tail the file system zero-filled
+			}
+			fallthrough
 		default:
 			why := map[frameStatus]string{frameShort: "the file ends inside a record", frameBadCRC: "checksum mismatch", frameBadLength: "impossible record length"}[st]
-			return 0, false, &Corruption{File: name, Offset: int64(off), Why: why}
+			return 0, false, &Corruption{File: name, Offset: off, Why: why}
 		}
 		if err := fn(kind, payload); err != nil {
 			var c *Corruption
 			if !errors.As(err, &c) {
-				err = &Corruption{File: name, Offset: int64(off), Why: err.Error()}
+				err = &Corruption{File: name, Offset: off, Why: err.Error()}
 			}
 			return 0, false, err
 		}
-		off += n
+		fr.skip(n)
 	}
-	return int64(off), false, nil
 }
 
 func allZero(b []byte) bool {

@@ -111,24 +111,34 @@ func (w *SnapshotWriter) Abort() {
 // *Corruption.
 func ReadSnapshot(fs vfs.FS, dir string, rev int64, fn func(kind Kind, payload []byte) error) error {
 	name := filepath.Join(dir, SnapshotName(rev))
-	data, err := fs.ReadFile(name)
+	f, err := fs.OpenRead(name)
 	if err != nil {
 		return err
 	}
-	if err := checkHeader(data, magicSnap); err != nil {
+	defer f.Close()
+	fr := newFrameReader(f)
+	readErr := func(err error) error { return fmt.Errorf("reading %s: %w", name, err) }
+	if err := fr.fill(headerSize); err != nil {
+		return readErr(err)
+	}
+	if err := checkHeader(fr.available(), magicSnap); err != nil {
 		return &Corruption{File: name, Offset: 0, Why: err.Error()}
 	}
-	off, n := headerSize, uint64(0)
+	fr.skip(headerSize)
+	n := uint64(0)
 	for first := true; ; first = false {
-		kind, payload, size, st := parseFrame(data[off:])
-		if st != frameOK {
-			why := "the file ends without its end record"
-			if st != frameShort {
-				why = "damaged record"
-			}
-			return &Corruption{File: name, Offset: int64(off), Why: why}
+		off := fr.offset()
+		kind, payload, size, st, err := fr.next()
+		if err != nil {
+			return readErr(err)
 		}
-		bad := func(why string) error { return &Corruption{File: name, Offset: int64(off), Why: why} }
+		bad := func(why string) error { return &Corruption{File: name, Offset: off, Why: why} }
+		if st != frameOK {
+			if st != frameShort {
+				return bad("damaged record")
+			}
+			return bad("the file ends without its end record")
+		}
 		switch {
 		case first && kind != KindState:
 			return bad("the first record is not the state")
@@ -139,7 +149,9 @@ func ReadSnapshot(fs vfs.FS, dir string, rev int64, fn func(kind Kind, payload [
 			if count := d.uvarint(); d.done() != nil || count != n {
 				return bad(fmt.Sprintf("the end record counts %d records, the file holds %d", count, n))
 			}
-			if off+size != len(data) {
+			if ends, err := fr.endsAfter(size); err != nil {
+				return readErr(err)
+			} else if !ends {
 				return bad("bytes after the end record")
 			}
 			return nil
@@ -150,7 +162,7 @@ func ReadSnapshot(fs vfs.FS, dir string, rev int64, fn func(kind Kind, payload [
 		if !first {
 			n++
 		}
-		off += size
+		fr.skip(size)
 	}
 }
 
