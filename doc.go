@@ -99,7 +99,12 @@
 // its revision is synced, no reader sees it before, and writers that arrive
 // together share one sync: the first of them runs everyone's writes under
 // the write lock, writes their records at once, syncs, and publishes them.
-// What survives a crash is always revisions 1..r for some r, an Update
+// Under SyncInterval and SyncNever a write costs no system call: it is
+// published at once and its records are buffered, for a flusher goroutine
+// that hands them to the operating system right after (a killed process
+// loses what it had not yet written, at most WithSyncInterval's worth).
+// Checkpoints run every WithCheckpointBytes of log, and no sooner than the
+// log has grown as large as the last snapshot. What survives a crash is always revisions 1..r for some r, an Update
 // whole or not at all. A failed write or sync stops the store's writes for
 // good (reads go on; Close returns it). Open on a directory in use is
 // ErrLocked; damaged files are ErrCorrupt, naming the file and offset.

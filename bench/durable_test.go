@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -170,7 +171,9 @@ func dirSize(b *testing.B, dir string) int64 {
 	return n
 }
 
-// BenchmarkDiskOpen writes 1,000,000 revisions (64-byte values over
+var diskRevs = flag.Int("disk-revs", 1_000_000, "revisions BenchmarkDiskOpen writes (a multiple of 1,000)")
+
+// BenchmarkDiskOpen writes 1,000,000 revisions (-disk-revs) (64-byte values over
 // 100,000 keys, in batches of 1,000, without a sync per batch) to each
 // store, closes it, and measures the bytes it left on disk per revision and
 // how fast it opens again: revisions per second of Open (revkv replays its
@@ -179,7 +182,8 @@ func dirSize(b *testing.B, dir string) int64 {
 // keeps every revision: its bytes hold the whole history. Run with
 // -benchtime=1x.
 func BenchmarkDiskOpen(b *testing.B) {
-	const revs, keys, batch = 1_000_000, 100_000, 1000
+	const keys, batch = 100_000, 1000
+	revs := *diskRevs
 	val := make([]byte, 64)
 	key := func(i int) []byte { return fmt.Appendf(nil, "key%06d", i%keys) }
 	for _, name := range []string{"revkv", "bbolt", "badger", "pebble"} {
@@ -271,7 +275,7 @@ func BenchmarkDiskOpen(b *testing.B) {
 				closeIt()
 				b.StartTimer()
 			}
-			b.ReportMetric(float64(size)/revs, "B/rev")
+			b.ReportMetric(float64(size)/float64(revs), "B/rev")
 			b.ReportMetric(float64(revs)*float64(b.N)/b.Elapsed().Seconds(), "revs/s")
 		})
 	}
