@@ -144,6 +144,12 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	if err != nil {
 		return fail(err)
 	}
+	defer func() {
+		if p := recover(); p != nil { // a codec's: the directory is free again
+			lock.Close()
+			panic(p)
+		}
+	}()
 	st := newState[V](o)
 	d := &durability[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1),
 		async: o.sync != SyncAlways, kick: make(chan struct{}, 1)}

@@ -478,3 +478,28 @@ func TestNewIgnoresDurabilityOptions(t *testing.T) {
 	require.Panics(t, func() { revkv.New[int](revkv.WithSync(revkv.SyncMode(7))) })
 	require.Panics(t, func() { revkv.New[int](revkv.WithSyncInterval(-1)) })
 }
+
+// panicCodec is StringCodec whose Decode panics.
+type panicCodec struct{ revkv.Codec[string] }
+
+func (panicCodec) Decode([]byte) (string, error) { panic("bad codec") }
+
+// TestCodecPanicAtOpen: a codec that panics while Open replays panics out
+// of Open, which releases the directory first: it opens again with a good
+// codec (the lock was held for good before).
+func TestCodecPanicAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	s := openStr(t, dir, revkv.WithCheckpointBytes(1<<40))
+	for i := range 1000 {
+		_, err := s.Put(fmt.Sprint("k", i%10), fmt.Sprint(i))
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Checkpoint())
+	_, err := s.Put("after", "x")
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.PanicsWithValue(t, "bad codec", func() { revkv.Open(dir, panicCodec{revkv.StringCodec()}) })
+	s = openStr(t, dir)
+	require.Equal(t, revkv.Revision(1001), s.Rev())
+	require.NoError(t, s.Close())
+}
