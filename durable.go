@@ -435,14 +435,22 @@ func (d *durability[V]) checkpointIfDue(limit int64) {
 // the write lock and published at once, its records left to the flusher.
 func (s *state[V]) writeAsync(fn func()) error {
 	d := s.d
+	if err := s.runLocked(fn); err != nil {
+		return err
+	}
+	d.checkpointIfDue(s.opts.checkpointBytes)
+	return nil
+}
+
+// runLocked runs fn under the write lock unless the store's writes have
+// failed. The lock is released if fn panics (an Update's function may).
+func (s *state[V]) runLocked(fn func()) error {
 	s.mu.Lock()
-	if err := d.err(); err != nil {
-		s.mu.Unlock()
+	defer s.mu.Unlock()
+	if err := s.d.err(); err != nil {
 		return err
 	}
 	fn()
-	s.mu.Unlock()
-	d.checkpointIfDue(s.opts.checkpointBytes)
 	return nil
 }
 

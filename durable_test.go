@@ -503,3 +503,33 @@ func TestCodecPanicAtOpen(t *testing.T) {
 	require.Equal(t, revkv.Revision(1001), s.Rev())
 	require.NoError(t, s.Close())
 }
+
+// TestUpdatePanicOnDirectory: in every sync mode, a panic inside Update's
+// function writes nothing, goes on out of Update, and leaves the store's
+// write lock free: the next write goes through.
+func TestUpdatePanicOnDirectory(t *testing.T) {
+	for _, mode := range []revkv.SyncMode{revkv.SyncAlways, revkv.SyncInterval, revkv.SyncNever} {
+		s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(vfs.NewMem()), revkv.WithSync(mode))
+		require.NoError(t, err)
+		_, err = s.Put("k", "v")
+		require.NoError(t, err)
+		require.PanicsWithValue(t, "boom", func() {
+			s.Update(func(tx *revkv.Txn[string]) error {
+				require.NoError(t, tx.Put("k", "half"))
+				panic("boom")
+			})
+		}, "mode %d", mode)
+		done := make(chan error, 1)
+		go func() { _, err := s.Put("k", "after"); done <- err }()
+		select {
+		case err := <-done:
+			require.NoError(t, err, "mode %d", mode)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("mode %d: the write lock is still held after the panic", mode)
+		}
+		h := s.History("k")
+		require.Len(t, h, 2, "mode %d: nothing of the panicked Update", mode)
+		require.Equal(t, "after", h[1].Value)
+		require.NoError(t, s.Close())
+	}
+}
