@@ -26,6 +26,9 @@ type command struct {
 // reader is what read commands need: the store (storeReader), or a
 // transaction (txReader).
 type reader interface {
+	// Get is GetEntry's value: from the store's index alone, without
+	// reading the key's history.
+	Get(key string) ([]byte, bool)
 	GetEntry(key string) (revkv.Entry[[]byte], bool)
 	// Keys returns the live keys with prefix, in order.
 	Keys(prefix string) []string

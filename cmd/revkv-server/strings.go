@@ -42,8 +42,8 @@ func init() {
 }
 
 func cmdGet(c *client, r reader, a [][]byte) {
-	if e, ok := r.GetEntry(lookupKey(a[1])); ok {
-		c.w.Bulk(e.Value)
+	if v, ok := r.Get(lookupKey(a[1])); ok {
+		c.w.Bulk(v)
 	} else {
 		c.w.Null()
 	}
@@ -398,8 +398,8 @@ func cmdAppend(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 }
 
 func cmdStrlen(c *client, r reader, a [][]byte) {
-	e, _ := r.GetEntry(string(a[1]))
-	c.w.Int(int64(len(e.Value)))
+	v, _ := r.Get(lookupKey(a[1]))
+	c.w.Int(int64(len(v)))
 }
 
 func cmdGetRange(c *client, r reader, a [][]byte) {
@@ -409,8 +409,7 @@ func cmdGetRange(c *client, r reader, a [][]byte) {
 		c.w.Error(errNotInt)
 		return
 	}
-	e, _ := r.GetEntry(string(a[1]))
-	v := e.Value
+	v, _ := r.Get(lookupKey(a[1]))
 	n := int64(len(v))
 	if start < 0 && end < 0 && start > end {
 		c.w.Bulk(nil)
