@@ -38,7 +38,8 @@ import (
 //   - Under SyncInterval and SyncNever there are no requests: nothing waits
 //     for a sync, so a write runs under the write lock as in a store made
 //     by New and is published at once, its records buffered in the
-//     process (wal.Writer.Buffer). The flusher goroutine, woken by the
+//     process (encoded straight into wal.Writer's buffer). The flusher
+//     goroutine, woken by the
 //     first record into an empty buffer, hands them to the operating system
 //     with one write while writers go on; a writer that finds asyncBuffer
 //     bytes waiting writes them itself. Every WithSyncInterval the syncer
@@ -76,7 +77,7 @@ type durability[V any] struct {
 	trims     []*keyLog[V]          // keys whose history cap cut waits for publication (keyLog.drop)
 	batch     wal.Batch
 	payload   []byte      // the batch's encoded values
-	rec       []byte      // the record being logged: logLocked copies it out
+	rec       []byte      // a trim record being logged: logLocked copies it out
 	replay    []change[V] // applyBatch's buffer
 	decoder   wal.BatchDecoder
 	decoded   wal.Batch // the decoder's buffer
