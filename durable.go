@@ -43,9 +43,9 @@ import (
 //     first record into an empty buffer, hands them to the operating system
 //     with one write while writers go on; a writer that finds asyncBuffer
 //     bytes waiting writes them itself. Every WithSyncInterval the syncer
-//     (SyncInterval) or the flusher (SyncNever) writes what is buffered, so
-//     a killed process loses at most that interval's writes (in practice
-//     the last few microseconds': what the flusher had not yet written).
+//     writes what is buffered (and under SyncInterval syncs it), so a
+//     killed process loses at most that interval's writes (in practice the
+//     last few microseconds': what the flusher had not yet written).
 //   - A failed write or sync stops the store's writes for good: nothing of
 //     the failed drain is published, and every later write returns the
 //     error. Reads go on; Close returns it. (Under SyncInterval and

@@ -17,6 +17,27 @@ import (
 	"github.com/revkv/revkv/vfs"
 )
 
+// faultAt returns an in-memory file system whose nth operation of kind op
+// fails, and the error it fails with: ENOSPC for a write (which is then
+// short), EIO for the rest.
+func faultAt(op vfs.Op, nth int) (*vfs.Mem, error) {
+	injected := error(syscall.EIO)
+	if op == vfs.OpWrite {
+		injected = syscall.ENOSPC
+	}
+	m := vfs.NewMem()
+	seen := 0
+	m.SetFault(func(o vfs.Op, _ string) error {
+		if o == op {
+			if seen++; seen == nth {
+				return injected
+			}
+		}
+		return nil
+	})
+	return m, injected
+}
+
 // faultWorkload writes TestCrash's revisions (single Puts and Updates of
 // three keys, each value naming its batch's first revision) with a
 // checkpoint every 40 steps and one every ~2 KiB of log, and returns the
@@ -75,24 +96,11 @@ func TestFaults(t *testing.T) {
 	}
 	t.Logf("operations in a run: %v", counts)
 	for _, op := range ops {
-		injected := error(syscall.EIO)
-		if op == vfs.OpWrite {
-			injected = syscall.ENOSPC
-		}
 		step := max(1, counts[op]/60)
 		runs := 0
 		for nth := 1; nth <= counts[op]+1; nth += step {
 			runs++
-			m := vfs.NewMem()
-			seen := 0
-			m.SetFault(func(o vfs.Op, _ string) error {
-				if o == op {
-					if seen++; seen == nth {
-						return injected
-					}
-				}
-				return nil
-			})
+			m, injected := faultAt(op, nth)
 			what := fmt.Sprintf("%v #%d", op, nth)
 			var acked int64
 			s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithCheckpointBytes(2<<10))
@@ -330,29 +338,19 @@ func TestFlusher(t *testing.T) {
 // records are written by the flusher after the write returned: a failed
 // write or sync stops every later write with its cause (within moments),
 // Sync and Close return it, and a power cut afterwards leaves a prefix
-// holding everything the last successful Sync covered.
+// holding everything the last successful Sync covered. Every run meets its
+// fault, in Open or after: the workload makes more than 12 writes and syncs.
 func TestAsyncFaults(t *testing.T) {
 	for _, mode := range []revkv.SyncMode{revkv.SyncNever, revkv.SyncInterval} {
 		for _, op := range []vfs.Op{vfs.OpWrite, vfs.OpSync} {
-			injected := error(syscall.EIO)
-			if op == vfs.OpWrite {
-				injected = syscall.ENOSPC
-			}
+			failed := 0
 			for nth := 1; nth <= 12; nth++ {
 				what := fmt.Sprintf("mode %d, %v #%d", mode, op, nth)
-				m := vfs.NewMem()
-				seen := 0
-				m.SetFault(func(o vfs.Op, _ string) error {
-					if o == op {
-						if seen++; seen == nth {
-							return injected
-						}
-					}
-					return nil
-				})
+				m, injected := faultAt(op, nth)
 				s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithSync(mode), revkv.WithSyncInterval(time.Millisecond))
 				if err != nil {
 					require.True(t, errors.Is(err, injected), "%s: Open: %v", what, err)
+					failed++
 					continue
 				}
 				var synced int64
@@ -373,6 +371,7 @@ func TestAsyncFaults(t *testing.T) {
 					}
 				}
 				if failure != nil {
+					failed++
 					require.True(t, errors.Is(failure, injected), "%s: %v", what, failure)
 					_, again := s.Put("k0", "after")
 					require.True(t, errors.Is(again, injected), "%s: every later write fails with the same cause: %v", what, again)
@@ -388,6 +387,7 @@ func TestAsyncFaults(t *testing.T) {
 				checkCrashHistory(t, s)
 				require.NoError(t, s.Close())
 			}
+			require.Equal(t, 12, failed, "mode %d, %v: every injected fault stopped the writes", mode, op)
 		}
 	}
 }

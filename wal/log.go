@@ -347,6 +347,11 @@ func (w *Writer) flushLocked() (int, error) {
 	w.buf = w.spare[:0]
 	w.bufMu.Unlock()
 	w.spare = b
+	return w.writeLocked(b)
+}
+
+// writeLocked writes records to the segment, for a caller holding wmu.
+func (w *Writer) writeLocked(b []byte) (int, error) {
 	if err := w.Err(); err != nil {
 		return 0, err
 	}
@@ -447,18 +452,10 @@ func (w *Writer) Cut() *Cut {
 func (c *Cut) Rotate(rev int64) error {
 	w := c.w
 	defer w.wmu.Unlock()
-	if err := w.Err(); err != nil {
+	w.spare = c.old
+	if _, err := w.writeLocked(c.old); err != nil {
 		return err
 	}
-	if len(c.old) > 0 {
-		n, err := w.f.Write(c.old)
-		w.size += int64(n)
-		w.dirty.Store(true)
-		if err != nil {
-			return w.fail(err)
-		}
-	}
-	w.spare = c.old
 	return w.rotateLocked(rev)
 }
 

@@ -91,14 +91,7 @@ func checkHeader(h []byte, magic string) error {
 
 // appendFrame appends a record of kind with payload to dst.
 func appendFrame(dst []byte, kind Kind, payload []byte) []byte {
-	var f [frameSize]byte
-	binary.LittleEndian.PutUint32(f[0:], uint32(len(payload)))
-	crc := kindCRC[kind]
-	crc = crc32.Update(crc, castagnoli, payload)
-	binary.LittleEndian.PutUint32(f[4:], crc)
-	f[8] = byte(kind)
-	dst = append(dst, f[:]...)
-	return append(dst, payload...)
+	return appendFrameFunc(dst, kind, func(d []byte) []byte { return append(d, payload...) })
 }
 
 // appendFrameFunc appends a record of kind whose payload fill appends to
@@ -482,13 +475,8 @@ func AppendKey(dst []byte, k *Key) []byte {
 	return e.b
 }
 
-// DecodeKey decodes a KindKey payload.
-func DecodeKey(p []byte) (*Key, error) {
-	k := new(Key)
-	return k, DecodeKeyInto(k, p)
-}
-
-// DecodeKeyInto is DecodeKey into k, whose Entries' storage it reuses.
+// DecodeKeyInto decodes a KindKey payload into k, whose Entries' storage
+// it reuses.
 func DecodeKeyInto(k *Key, p []byte) error {
 	d := dec{b: p}
 	*k = Key{Key: string(d.raw()), Trimmed: d.byte1() == 1, Dropped: d.varint(), Entries: k.Entries[:0]}
