@@ -436,3 +436,38 @@ func BenchmarkOpenRecover(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckpointStall is a checkpoint of 1 M revisions under
+// SyncNever while a writer goes on: the writer's longest Put, in
+// milliseconds, is what the checkpoint holds writers up.
+func BenchmarkCheckpointStall(b *testing.B) {
+	s, err := revkv.Open(b.TempDir(), revkv.BytesCodec(), revkv.WithSync(revkv.SyncNever), revkv.WithCheckpointBytes(1<<40))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 1_000_000 {
+		s.Put(benchNames[i%benchKeys], benchValue)
+	}
+	var worst time.Duration
+	for b.Loop() {
+		var stop atomic.Bool
+		done := make(chan time.Duration)
+		go func() {
+			var w time.Duration
+			for i := 0; !stop.Load(); i++ {
+				t0 := time.Now()
+				s.Put(benchNames[i%benchKeys], benchValue)
+				w = max(w, time.Since(t0))
+			}
+			done <- w
+		}()
+		time.Sleep(20 * time.Millisecond) // the writer is under way
+		if err := s.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+		stop.Store(true)
+		worst = max(worst, <-done)
+	}
+	b.ReportMetric(float64(worst)/1e6, "worst-put-ms")
+}

@@ -53,10 +53,7 @@ func (s *state[V]) checkpoint() error {
 	if first, ok := s.order.First(); ok {
 		st.First = instantOf(first)
 	}
-	var times []time.Time
-	if h.Rev > 0 {
-		times = s.order.Times()
-	}
+	times := s.order.Times() // read after the lock is released
 	if m := s.compaction.Load(); m != nil {
 		st.Compacted = instantOf(m.time)
 	}
@@ -72,9 +69,9 @@ func (s *state[V]) checkpoint() error {
 			return d.fail(err)
 		}
 	}
-	st.Times = make([]wal.Instant, len(times))
-	for i, t := range times {
-		st.Times[i] = instantOf(t)
+	st.Times = make([]wal.Instant, times.Len())
+	for i := range st.Times {
+		st.Times[i].Sec, st.Times[i].Nsec = times.At(int64(i))
 	}
 
 	w, err := wal.CreateSnapshot(d.fs, d.dir, h.Rev, wal.AppendState(nil, &st))

@@ -42,7 +42,9 @@ import (
 //     goroutine, woken by the first record into an empty buffer, waits
 //     flushWait for more and hands them to the operating system with one
 //     write while writers go on; a writer that finds asyncBuffer bytes
-//     waiting writes them itself. Every WithSyncInterval the syncer writes
+//     waiting writes them itself, unless another write of the log (or a
+//     checkpoint's rotation) is under way, and waits for one only past
+//     asyncBufferMax. Every WithSyncInterval the syncer writes
 //     what is buffered (and under SyncInterval syncs it), so a killed
 //     process loses at most that interval's writes (in practice about
 //     flushWait's: what the flusher had not yet written).
@@ -175,9 +177,17 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 }
 
 // asyncBuffer is how many bytes of records a writer under SyncInterval or
-// SyncNever leaves to the flusher before it writes them itself: what bounds
-// the memory, and a killed process's loss, when the flusher falls behind.
-const asyncBuffer = 1 << 20
+// SyncNever leaves to the flusher before it writes them itself, if no
+// other write of the log is under way; asyncBufferMax is how many it
+// leaves before it waits to write them. The second bounds the memory, and
+// a killed process's loss, when the log cannot keep up; the first keeps
+// the writers from waiting while a checkpoint syncs the segment it closes
+// (every unsynced record of it, under SyncNever), or while a flush meets a
+// slow disk.
+const (
+	asyncBuffer    = 1 << 20
+	asyncBufferMax = 16 << 20
+)
 
 // flushWait is how long the flusher, once woken, lets records gather before
 // it writes them. Without it a flusher on another core empties the buffer
@@ -234,6 +244,13 @@ func (d *durability[V]) flush() error {
 		return d.fail(err)
 	}
 	return nil
+}
+
+// tryFlush is flush if no other write of the log is under way.
+func (d *durability[V]) tryFlush() {
+	if _, _, err := d.w.TryFlush(); err != nil {
+		d.fail(err)
+	}
 }
 
 // err returns the failure that stopped the store's writes, if any.
@@ -539,8 +556,11 @@ func (s *state[V]) bufferedLocked(n, size int) {
 			default:
 			}
 		}
-		if n >= asyncBuffer {
+		switch {
+		case n >= asyncBufferMax:
 			d.flush()
+		case n >= asyncBuffer:
+			d.tryFlush()
 		}
 	default:
 		n, err := d.w.Flush()

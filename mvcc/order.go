@@ -177,13 +177,24 @@ func (o *Order) Restore(first time.Time, base int64, times []time.Time, last Sta
 }
 
 // Times returns the times of revisions Base()..Last().Rev, oldest first:
-// what Restore needs besides the first time and the last stamp.
-func (o *Order) Times() []time.Time {
-	out := make([]time.Time, o.times.len())
-	for i := range out {
-		out[i] = o.times.at(int64(i)).time()
-	}
-	return out
+// what Restore needs besides the first time and the last stamp. It copies
+// none of them (O(Len/4096)), and the result may be read without the write
+// lock while the order goes on: a checkpoint takes it under the lock and
+// writes it out after releasing it.
+func (o *Order) Times() Times { return Times{o.times.frozen()} }
+
+// Times is a list of revision times taken by Order.Times, safe to read
+// from any goroutine.
+type Times struct{ tl timeline }
+
+// Len returns how many times t holds.
+func (t Times) Len() int64 { return t.tl.len() }
+
+// At returns the i-th time, 0 <= i < Len(), as Unix seconds and
+// nanoseconds.
+func (t Times) At(i int64) (sec int64, nsec int32) {
+	x := t.tl.at(i)
+	return x.sec, x.nsec
 }
 
 // Base returns the oldest revision whose time is still known.

@@ -1,6 +1,9 @@
 package mvcc
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // timeBlock is how many times one full block of a timeline holds (64 KiB).
 const timeBlock = 4096
@@ -41,6 +44,14 @@ func (tl *timeline) push(i instant) {
 func (tl *timeline) at(k int64) instant {
 	j := int64(tl.off) + k
 	return tl.blocks[j/timeBlock][j%timeBlock]
+}
+
+// frozen returns a timeline holding what tl holds now that tl's writer
+// never changes: it copies the list of blocks, not the blocks. A push
+// writes only past the length of tl's last block, or into a new block, and
+// dropFront only forgets blocks, so the copy's times stay as they were.
+func (tl *timeline) frozen() timeline {
+	return timeline{blocks: slices.Clone(tl.blocks), off: tl.off, n: tl.n}
 }
 
 // search returns how many of the times held are at or before i. O(log n).

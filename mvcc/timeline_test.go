@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -10,7 +11,8 @@ import (
 
 // TestTimelineModel checks a timeline against a plain slice over runs of
 // pushes and front drops that cross many block boundaries, including drops
-// of whole blocks at once and to exactly one time left.
+// of whole blocks at once and to exactly one time left; and that a frozen
+// copy keeps what it held through the pushes and drops after it.
 func TestTimelineModel(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -18,6 +20,9 @@ func TestTimelineModel(t *testing.T) {
 			tl   timeline
 			ref  []instant
 			next = instant{sec: -5, nsec: 999_999_998}
+			// frozen copies of the last few steps, with what each held
+			frozen []timeline
+			held   [][]instant
 		)
 		check := func(step int) {
 			require.Equal(t, int64(len(ref)), tl.len(), "step %d", step)
@@ -46,6 +51,16 @@ func TestTimelineModel(t *testing.T) {
 				continue
 			}
 			check(step)
+			for i, f := range frozen {
+				require.Equal(t, int64(len(held[i])), f.len(), "step %d: frozen %d", step, i)
+				for _, k := range []int{0, len(held[i]) - 1, rng.IntN(len(held[i])), rng.IntN(len(held[i]))} {
+					require.Equal(t, held[i][k], f.at(int64(k)), "step %d: frozen %d at(%d)", step, i, k)
+				}
+			}
+			frozen, held = append(frozen, tl.frozen()), append(held, slices.Clone(ref))
+			if len(frozen) > 3 {
+				frozen, held = frozen[1:], held[1:]
+			}
 			d := rng.IntN(len(ref)) // keeps at least one
 			if rng.IntN(8) == 0 {
 				d = len(ref) - 1

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/revkv/revkv/vfs"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -275,6 +277,49 @@ func TestWriterFailsForever(t *testing.T) {
 	require.Equal(t, err, w.Append(KindBatch, []byte("y"), 2))
 	require.Equal(t, err, w.Sync())
 	require.Equal(t, err, w.Err())
+}
+
+// TestTryFlushDuringCut: while a rotation is under way TryFlush writes
+// nothing and does not wait, Flush waits for it, and the records buffered
+// after the Cut land in the new segment, after those before it.
+func TestTryFlushDuringCut(t *testing.T) {
+	dir := t.TempDir()
+	w, err := OpenWriter(vfs.OS, dir, Tail{Segment: -1}, 1)
+	require.NoError(t, err)
+	before, after := AppendBatch(nil, testBatch(1, 1)), AppendBatch(nil, testBatch(2, 1))
+	w.Buffer(KindBatch, before)
+	c := w.Cut()
+	w.Buffer(KindBatch, after)
+	n, ok, err := w.TryFlush()
+	require.NoError(t, err)
+	require.False(t, ok, "a rotation is under way")
+	require.Zero(t, n)
+	flushed := make(chan int)
+	go func() {
+		n, err := w.Flush()
+		assert.NoError(t, err)
+		flushed <- n
+	}()
+	select {
+	case <-flushed:
+		t.Fatal("Flush did not wait for the rotation")
+	case <-time.After(20 * time.Millisecond):
+	}
+	require.NoError(t, c.Rotate(2))
+	require.Equal(t, FrameSize(len(after)), <-flushed)
+	n, ok, err = w.TryFlush()
+	require.True(t, ok)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing left")
+	require.NoError(t, w.Sync())
+	require.NoError(t, w.Close())
+
+	segs, err := Segments(vfs.OS, dir)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2}, segs)
+	got, _, err := replayAll(dir)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{before, after}, got)
 }
 
 // FuzzReplay: any bytes as the only segment replay without a panic, to
