@@ -167,6 +167,24 @@ func TestOpenErrors(t *testing.T) {
 	require.ErrorContains(t, err, "nil codec")
 }
 
+// TestSnapshotTimesChecked: a snapshot whose revision times go back, or
+// hold a nanosecond count out of range, is ErrCorrupt naming the revision.
+func TestSnapshotTimesChecked(t *testing.T) {
+	for want, st := range map[string]wal.State{
+		"the time of revision 2 goes back":                  {Last: 2, Base: 1, Times: []wal.Instant{{Sec: 10}, {Sec: 9, Nsec: 5}}, LastTime: wal.Instant{Sec: 9, Nsec: 5}},
+		"the time of revision 1 has 1000000000 nanoseconds": {Last: 1, Base: 1, Times: []wal.Instant{{Sec: 10, Nsec: 1e9}}, LastTime: wal.Instant{Sec: 11}},
+		"the time of revision 3 has -1 nanoseconds":         {Last: 3, Base: 2, Times: []wal.Instant{{Sec: 10}, {Sec: 10, Nsec: -1}}, LastTime: wal.Instant{Sec: 10}},
+	} {
+		dir := t.TempDir()
+		w, err := wal.CreateSnapshot(vfs.OS, dir, st.Last, wal.AppendState(nil, &st))
+		require.NoError(t, err)
+		require.NoError(t, w.Commit())
+		_, err = revkv.Open(dir, revkv.StringCodec())
+		require.ErrorIs(t, err, revkv.ErrCorrupt, want)
+		require.ErrorContains(t, err, want)
+	}
+}
+
 // TestExpiryDuringDowntime: an expiry due while the store was closed is
 // written at its exact time by the first write after Open; Open itself
 // writes nothing.

@@ -108,10 +108,11 @@ func (s *state[V]) applyBatch(b wal.Batch) error {
 	d := s.d
 	d.replay = slices.Grow(d.replay[:0], len(b))[:len(b)] // cleared after each batch
 	cs := d.replay
-	var seen map[string]int // a batch's earlier write of the key; most batches have one
-	if len(b) > 1 {
-		seen = make(map[string]int, len(b))
-	}
+	// fresh maps a key the store does not hold yet to the batch's last
+	// write of it: its first write gets the key its log, and commitLocked
+	// gives a later one that log through prev. A key the store holds has
+	// its log already, so most writes never touch the map.
+	var fresh map[string]int
 	for i := range b {
 		x := &b[i]
 		if x.Sec != b[0].Sec || x.Nsec != b[0].Nsec || x.Zone != b[0].Zone {
@@ -119,13 +120,13 @@ func (s *state[V]) applyBatch(b wal.Batch) error {
 		}
 		c := &cs[i]
 		c.key, c.prev = x.Key, -1
-		if j, ok := seen[x.Key]; ok {
-			c.prev = j
-		} else {
-			c.kl = s.lookupLocked(x.Key)
-		}
-		if seen != nil {
-			seen[x.Key] = i
+		if c.kl = s.lookupLocked(x.Key); c.kl == nil && len(b) > 1 {
+			if j, ok := fresh[x.Key]; ok {
+				c.prev = j
+			} else if fresh == nil {
+				fresh = make(map[string]int)
+			}
+			fresh[x.Key] = i
 		}
 		if err := s.entryOf(&c.e, x, t); err != nil {
 			return err
@@ -241,14 +242,16 @@ func (s *state[V]) restoreState(st *wal.State) error {
 	if st.CompactRev < 0 || st.CompactRev > st.Last || st.TrimFloor < 0 || st.TrimFloor > st.Last {
 		return fmt.Errorf("floors %d and %d above revision %d", st.CompactRev, st.TrimFloor, st.Last)
 	}
-	times := make([]time.Time, len(st.Times))
 	for i, t := range st.Times {
-		times[i] = instantTime(t)
-		if i > 0 && times[i].Before(times[i-1]) {
+		if t.Nsec < 0 || t.Nsec > 999_999_999 {
+			return fmt.Errorf("the time of revision %d has %d nanoseconds", st.Base+int64(i), t.Nsec)
+		}
+		if i > 0 && (t.Sec < st.Times[i-1].Sec || t.Sec == st.Times[i-1].Sec && t.Nsec < st.Times[i-1].Nsec) {
 			return fmt.Errorf("the time of revision %d goes back", st.Base+int64(i))
 		}
 	}
-	s.order.Restore(instantTime(st.First), st.Base, times, mvcc.Stamp{Rev: st.Last, Time: instantTime(st.LastTime)})
+	at := func(i int) (int64, int32) { return st.Times[i].Sec, st.Times[i].Nsec }
+	s.order.Restore(instantTime(st.First), st.Base, len(st.Times), at, mvcc.Stamp{Rev: st.Last, Time: instantTime(st.LastTime)})
 	if st.CompactRev > 0 {
 		s.compactRev = st.CompactRev
 		s.compaction.Store(&mark{rev: st.CompactRev, time: instantTime(st.Compacted)})

@@ -160,17 +160,19 @@ func (o *Order) Publish() {
 }
 
 // Restore sets an empty order to the state a snapshot recorded: revision
-// last at its time, first's time, and the times of revisions base..last.Rev
-// (times, oldest first), all published. It is for recovery.
-func (o *Order) Restore(first time.Time, base int64, times []time.Time, last Stamp) {
+// last at its time, first's time, and the n times of revisions
+// base..last.Rev, oldest first, which at gives as Unix seconds and
+// nanoseconds (0 <= nsec < 1e9), all published. It is for recovery.
+func (o *Order) Restore(first time.Time, base int64, n int, at func(i int) (sec int64, nsec int32), last Stamp) {
 	if last.Rev == 0 {
 		return
 	}
 	f := first
 	o.first.Store(&f)
 	o.base = base
-	for _, t := range times {
-		o.times.push(instantOf(t))
+	for i := range n {
+		sec, nsec := at(i)
+		o.times.push(instant{sec, nsec})
 	}
 	o.last = last
 	o.Publish()
