@@ -83,7 +83,6 @@ type durability[V any] struct {
 	replay    []change[V] // applyBatch's buffer
 	decoder   wal.BatchDecoder
 	decoded   wal.Batch // the decoder's buffer
-	key       wal.Key   // the snapshot key being restored
 
 	logged atomic.Int64 // bytes logged since the last checkpoint
 	// snapBytes is the size of the newest snapshot: a checkpoint waits for

@@ -167,22 +167,37 @@ func TestOpenErrors(t *testing.T) {
 	require.ErrorContains(t, err, "nil codec")
 }
 
-// TestSnapshotTimesChecked: a snapshot whose revision times go back, or
-// hold a nanosecond count out of range, is ErrCorrupt naming the revision.
-func TestSnapshotTimesChecked(t *testing.T) {
-	for want, st := range map[string]wal.State{
-		"the time of revision 2 goes back":                  {Last: 2, Base: 1, Times: []wal.Instant{{Sec: 10}, {Sec: 9, Nsec: 5}}, LastTime: wal.Instant{Sec: 9, Nsec: 5}},
-		"the time of revision 1 has 1000000000 nanoseconds": {Last: 1, Base: 1, Times: []wal.Instant{{Sec: 10, Nsec: 1e9}}, LastTime: wal.Instant{Sec: 11}},
-		"the time of revision 3 has -1 nanoseconds":         {Last: 3, Base: 2, Times: []wal.Instant{{Sec: 10}, {Sec: 10, Nsec: -1}}, LastTime: wal.Instant{Sec: 10}},
-	} {
+// TestSnapshotChecked: a snapshot whose revision times go back or hold a
+// nanosecond count out of range, or whose keys repeat or come out of
+// order, is ErrCorrupt naming what is wrong.
+func TestSnapshotChecked(t *testing.T) {
+	open := func(st wal.State, keys ...string) error {
 		dir := t.TempDir()
 		w, err := wal.CreateSnapshot(vfs.OS, dir, st.Last, wal.AppendState(nil, &st))
 		require.NoError(t, err)
+		for i, k := range keys {
+			e := wal.Entry{Op: 1, Rev: int64(i + 1), Sec: st.Times[i].Sec, Value: []byte("v")}
+			require.NoError(t, w.Add(wal.KindKey, wal.AppendKey(nil, &wal.Key{Key: k, Entries: []wal.Entry{e}})))
+		}
 		require.NoError(t, w.Commit())
-		_, err = revkv.Open(dir, revkv.StringCodec())
+		s, err := revkv.Open(dir, revkv.StringCodec())
+		if err == nil {
+			require.NoError(t, s.Close())
+		}
+		return err
+	}
+	two := wal.State{Last: 2, Base: 1, Times: []wal.Instant{{Sec: 10}, {Sec: 11}}, LastTime: wal.Instant{Sec: 11}}
+	for want, err := range map[string]error{
+		"the time of revision 2 goes back":                  open(wal.State{Last: 2, Base: 1, Times: []wal.Instant{{Sec: 10}, {Sec: 9, Nsec: 5}}, LastTime: wal.Instant{Sec: 9, Nsec: 5}}),
+		"the time of revision 1 has 1000000000 nanoseconds": open(wal.State{Last: 1, Base: 1, Times: []wal.Instant{{Sec: 10, Nsec: 1e9}}, LastTime: wal.Instant{Sec: 11}}),
+		"the time of revision 3 has -1 nanoseconds":         open(wal.State{Last: 3, Base: 2, Times: []wal.Instant{{Sec: 10}, {Sec: 10, Nsec: -1}}, LastTime: wal.Instant{Sec: 10}}),
+		`key "a" twice`:     open(two, "a", "a"),
+		`key "a" after "b"`: open(two, "b", "a"),
+	} {
 		require.ErrorIs(t, err, revkv.ErrCorrupt, want)
 		require.ErrorContains(t, err, want)
 	}
+	require.NoError(t, open(two, "a", "b"), "the same snapshot with its keys in order opens")
 }
 
 // TestExpiryDuringDowntime: an expiry due while the store was closed is

@@ -31,13 +31,7 @@ func (s *state[V]) recover() (wal.Tail, error) {
 	from := int64(1)
 	if n := len(snaps); n > 0 {
 		at := snaps[n-1]
-		size := int64(0)
-		err := wal.ReadSnapshot(d.fs, d.dir, at, func(kind wal.Kind, p []byte) error {
-			size += int64(wal.FrameSize(len(p)))
-			return s.applySnapshotRecord(kind, p)
-		})
-		d.snapBytes.Store(size)
-		if err != nil {
+		if err := s.loadSnapshot(at); err != nil {
 			return wal.Tail{}, err
 		}
 		if s.order.Last().Rev != at {
@@ -212,44 +206,185 @@ func (s *state[V]) applyTrim(t wal.Trim) error {
 	return nil
 }
 
-// applySnapshotRecord loads one record of a snapshot into an empty state.
-func (s *state[V]) applySnapshotRecord(kind wal.Kind, p []byte) error {
-	switch kind {
-	case wal.KindState:
-		st, err := wal.DecodeState(p)
-		if err != nil {
-			return err
+// loadSnapshot loads the snapshot of revision at into an empty state, on
+// two goroutines: a loader reads, checks and decodes the records and builds
+// each key's log, which is most of the work; the caller enters each key
+// into the index, tree and expiries (several keys at a time, so that the
+// two meet rarely). Every check is the loader's, so that an error names
+// the record's file and offset; what the caller does cannot fail. The
+// loader is the only user of s.zones (through entryOf) while it runs.
+func (s *state[V]) loadSnapshot(at int64) error {
+	d := s.d
+	loads := make(chan snapshotLoad[V], 4)
+	free := make(chan []restoredKey[V], 5)
+	var (
+		size     int64
+		err      error
+		panicked any // a codec's panic, raised again on the caller's goroutine
+	)
+	go func() {
+		defer close(loads)
+		defer func() {
+			if p := recover(); p != nil {
+				panicked = p
+			}
+		}()
+		ld := snapshotLoader[V]{s: s}
+		var keys []restoredKey[V]
+		err = wal.ReadSnapshot(d.fs, d.dir, at, func(kind wal.Kind, p []byte) error {
+			size += int64(wal.FrameSize(len(p)))
+			switch kind {
+			case wal.KindState:
+				st, err := ld.state(p)
+				if err == nil {
+					loads <- snapshotLoad[V]{state: st}
+				}
+				return err
+			case wal.KindKey:
+				if keys == nil {
+					select {
+					case keys = <-free:
+					default:
+						keys = make([]restoredKey[V], 0, restoreBatch)
+					}
+				}
+				k, err := ld.key(p)
+				if err != nil {
+					return err
+				}
+				if keys = append(keys, k); len(keys) == restoreBatch {
+					loads <- snapshotLoad[V]{keys: keys}
+					keys = nil
+				}
+				return nil
+			}
+			return fmt.Errorf("a snapshot record of unknown kind %d", kind)
+		})
+		if len(keys) > 0 {
+			loads <- snapshotLoad[V]{keys: keys}
 		}
-		return s.restoreState(st)
-	case wal.KindKey:
-		k := &s.d.key
-		if err := wal.DecodeKeyInto(k, p); err != nil {
-			return err
+	}()
+	for l := range loads {
+		if l.state != nil {
+			s.restoreState(l.state)
 		}
-		err := s.restoreKey(k)
-		clear(k.Entries) // their values point into the file's bytes
-		return err
+		for i := range l.keys {
+			s.restoreKey(&l.keys[i])
+		}
+		if l.keys != nil {
+			clear(l.keys)
+			select {
+			case free <- l.keys[:0]:
+			default:
+			}
+		}
 	}
-	return fmt.Errorf("a snapshot record of unknown kind %d", kind)
+	if panicked != nil {
+		panic(panicked)
+	}
+	d.snapBytes.Store(size)
+	return err
+}
+
+// restoreBatch is how many keys the snapshot loader hands over at a time.
+const restoreBatch = 256
+
+// snapshotLoad is what the snapshot loader hands over: the state record,
+// or keys.
+type snapshotLoad[V any] struct {
+	state *wal.State
+	keys  []restoredKey[V]
+}
+
+// restoredKey is a key of a snapshot with its log, built and checked.
+type restoredKey[V any] struct {
+	key string
+	log revlog.Log[V]
+}
+
+// snapshotLoader reads a snapshot's records in order and checks each
+// against those before it.
+type snapshotLoader[V any] struct {
+	s    *state[V]
+	last int64 // the snapshot's revision, once its state record is read
+	prev string
+	k    wal.Key // decoded into again for every key
+	n    int     // keys read
+}
+
+// state decodes and checks the state record.
+func (ld *snapshotLoader[V]) state(p []byte) (*wal.State, error) {
+	st, err := wal.DecodeState(p)
+	if err != nil {
+		return nil, err
+	}
+	if st.Last < 0 || st.Last > 0 && (st.Base < 1 || st.Base > st.Last || int64(len(st.Times)) != st.Last-st.Base+1) {
+		return nil, fmt.Errorf("a state of revision %d with %d times from %d", st.Last, len(st.Times), st.Base)
+	}
+	if st.CompactRev < 0 || st.CompactRev > st.Last || st.TrimFloor < 0 || st.TrimFloor > st.Last {
+		return nil, fmt.Errorf("floors %d and %d above revision %d", st.CompactRev, st.TrimFloor, st.Last)
+	}
+	for i, t := range st.Times {
+		if t.Nsec < 0 || t.Nsec > 999_999_999 {
+			return nil, fmt.Errorf("the time of revision %d has %d nanoseconds", st.Base+int64(i), t.Nsec)
+		}
+		if i > 0 && (t.Sec < st.Times[i-1].Sec || t.Sec == st.Times[i-1].Sec && t.Nsec < st.Times[i-1].Nsec) {
+			return nil, fmt.Errorf("the time of revision %d goes back", st.Base+int64(i))
+		}
+	}
+	ld.last = st.Last
+	return st, nil
+}
+
+// key decodes and checks a key record and builds the key's log. Keys come
+// in increasing order (a checkpoint writes them so), which is how a key
+// written twice is found.
+func (ld *snapshotLoader[V]) key(p []byte) (restoredKey[V], error) {
+	s, k := ld.s, &ld.k
+	defer clear(k.Entries) // their values point into the file's bytes
+	if err := wal.DecodeKeyInto(k, p); err != nil {
+		return restoredKey[V]{}, err
+	}
+	if len(k.Entries) == 0 {
+		return restoredKey[V]{}, fmt.Errorf("key %q without entries", k.Key)
+	}
+	if ld.n > 0 && k.Key <= ld.prev {
+		if k.Key == ld.prev {
+			return restoredKey[V]{}, fmt.Errorf("key %q twice", k.Key)
+		}
+		return restoredKey[V]{}, fmt.Errorf("key %q after %q", k.Key, ld.prev)
+	}
+	ld.prev, ld.n = k.Key, ld.n+1
+	r := restoredKey[V]{key: k.Key}
+	r.log.Grow(len(k.Entries) + 1) // and room for an expiry, as Append leaves
+	var prev *revlog.Entry[V]
+	for i := range k.Entries {
+		x := &k.Entries[i]
+		t, err := s.timeOf(x)
+		if err != nil {
+			return restoredKey[V]{}, err
+		}
+		if x.Rev < 1 || x.Rev > ld.last || prev != nil && (x.Rev <= prev.Rev || t.Before(prev.Time(&s.zones))) {
+			return restoredKey[V]{}, fmt.Errorf("key %q: entry at revision %d out of order", k.Key, x.Rev)
+		}
+		var e revlog.Entry[V]
+		if err := s.entryOf(&e, x, t); err != nil {
+			return restoredKey[V]{}, err
+		}
+		r.log.Append(e)
+		prev, _ = r.log.Last()
+	}
+	if k.Trimmed {
+		r.log.MarkTrimmed()
+		r.log.SetDropped(k.Dropped)
+	}
+	return r, nil
 }
 
 func instantTime(i wal.Instant) time.Time { return time.Unix(i.Sec, int64(i.Nsec)).UTC() }
 
-func (s *state[V]) restoreState(st *wal.State) error {
-	if st.Last < 0 || st.Last > 0 && (st.Base < 1 || st.Base > st.Last || int64(len(st.Times)) != st.Last-st.Base+1) {
-		return fmt.Errorf("a state of revision %d with %d times from %d", st.Last, len(st.Times), st.Base)
-	}
-	if st.CompactRev < 0 || st.CompactRev > st.Last || st.TrimFloor < 0 || st.TrimFloor > st.Last {
-		return fmt.Errorf("floors %d and %d above revision %d", st.CompactRev, st.TrimFloor, st.Last)
-	}
-	for i, t := range st.Times {
-		if t.Nsec < 0 || t.Nsec > 999_999_999 {
-			return fmt.Errorf("the time of revision %d has %d nanoseconds", st.Base+int64(i), t.Nsec)
-		}
-		if i > 0 && (t.Sec < st.Times[i-1].Sec || t.Sec == st.Times[i-1].Sec && t.Nsec < st.Times[i-1].Nsec) {
-			return fmt.Errorf("the time of revision %d goes back", st.Base+int64(i))
-		}
-	}
+// restoreState sets an empty state to a checked state record.
+func (s *state[V]) restoreState(st *wal.State) {
 	at := func(i int) (int64, int32) { return st.Times[i].Sec, st.Times[i].Nsec }
 	s.order.Restore(instantTime(st.First), st.Base, len(st.Times), at, mvcc.Stamp{Rev: st.Last, Time: instantTime(st.LastTime)})
 	if st.CompactRev > 0 {
@@ -258,47 +393,18 @@ func (s *state[V]) restoreState(st *wal.State) error {
 	}
 	s.trimFloor = st.TrimFloor
 	s.publishFloorLocked()
-	return nil
 }
 
-func (s *state[V]) restoreKey(k *wal.Key) error {
-	if len(k.Entries) == 0 {
-		return fmt.Errorf("key %q without entries", k.Key)
-	}
-	if s.lookupLocked(k.Key) != nil {
-		return fmt.Errorf("key %q twice", k.Key)
-	}
-	// An error fails Open, so entries go straight into the key's log.
-	kl := s.addKeyLocked(k.Key)
-	kl.log.Grow(len(k.Entries) + 1) // and room for an expiry, as Append leaves
-	var prev *revlog.Entry[V]
-	for i := range k.Entries {
-		x := &k.Entries[i]
-		t, err := s.timeOf(x)
-		if err != nil {
-			return err
-		}
-		if x.Rev < 1 || x.Rev > s.order.Last().Rev || prev != nil && (x.Rev <= prev.Rev || t.Before(prev.Time(&s.zones))) {
-			return fmt.Errorf("key %q: entry at revision %d out of order", k.Key, x.Rev)
-		}
-		var e revlog.Entry[V]
-		if err := s.entryOf(&e, x, t); err != nil {
-			return err
-		}
-		kl.log.Append(e)
-		prev, _ = kl.log.Last()
-	}
-	if k.Trimmed {
-		kl.log.MarkTrimmed()
-		kl.log.SetDropped(k.Dropped)
-	}
+// restoreKey enters a key the loader built into the state.
+func (s *state[V]) restoreKey(r *restoredKey[V]) {
+	kl := s.addKeyLocked(r.key)
+	kl.log = r.log
 	last, _ := kl.log.Last()
-	s.index[k.Key] = indexedOf(kl, last)
+	s.index[r.key] = indexedOf(kl, last)
 	if last.Op == revlog.Put {
 		s.liveKeys++
 		if last.HasTTL {
-			s.expiry.Add(k.Key, last.Expires, kl)
+			s.expiry.Add(r.key, last.Expires, kl)
 		}
 	}
-	return nil
 }
