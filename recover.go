@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/revkv/revkv/mvcc"
@@ -39,51 +38,145 @@ func (s *state[V]) recover() (wal.Tail, error) {
 		}
 		from = at + 1
 	}
-	return wal.Replay(d.fs, d.dir, from, func(kind wal.Kind, p []byte) error {
-		d.logged.Add(int64(wal.FrameSize(len(p)))) // the next checkpoint counts it
-		return s.applyLogRecord(kind, p)
-	})
+	return s.replayLog(from)
 }
 
-func (s *state[V]) applyLogRecord(kind wal.Kind, p []byte) error {
-	switch kind {
-	case wal.KindBatch:
-		b, err := s.d.decoder.Decode(s.d.decoded, p)
-		if err != nil {
-			return err
+// replayLog replays the log from revision from on, on two goroutines as
+// loadSnapshot loads: a loader reads, checks and decodes the records (the
+// revisions in order, the times, the values), and Open's goroutine finds
+// each key's log and commits the writes, many at a time. A trim needs the
+// state to check, so the loader hands it over alone and waits for the
+// answer, which it returns as the record's error (naming file and
+// offset). The loader never touches the state: commitLocked sets the
+// entries' times.
+func (s *state[V]) replayLog(from int64) (wal.Tail, error) {
+	d := s.d
+	loads := make(chan *logLoad[V], 4)
+	free := make(chan *logLoad[V], 5)
+	answers := make(chan error) // to a trim
+	var (
+		tail     wal.Tail
+		err      error
+		panicked any
+	)
+	ld := logLoader[V]{s: s, last: s.order.Last()}
+	go func() {
+		defer close(loads)
+		defer func() {
+			if p := recover(); p != nil {
+				panicked = p
+			}
+		}()
+		var l *logLoad[V]
+		send := func() {
+			if l != nil {
+				loads <- l
+				l = nil
+			}
 		}
-		s.d.decoded = b
-		err = s.applyBatch(b)
-		clear(b) // its values point into the file's bytes
-		return err
-	case wal.KindCompact:
-		c, err := wal.DecodeCompact(p)
-		if err != nil {
-			return err
+		tail, err = wal.Replay(d.fs, d.dir, from, func(kind wal.Kind, p []byte) error {
+			d.logged.Add(int64(wal.FrameSize(len(p)))) // the next checkpoint counts it
+			if l == nil {
+				select {
+				case l = <-free:
+				default:
+					l = new(logLoad[V])
+				}
+			}
+			switch kind {
+			case wal.KindBatch:
+				if err := ld.batch(l, p); err != nil {
+					return err
+				}
+				if len(l.changes) >= replayLoad {
+					send()
+				}
+				return nil
+			case wal.KindCompact:
+				c, err := ld.compact(p)
+				if err == nil {
+					l.compacts = append(l.compacts, compactAt{c, len(l.batches)})
+				}
+				return err
+			case wal.KindTrim:
+				t, err := wal.DecodeTrim(p)
+				if err != nil {
+					return err
+				}
+				l.trim = &t
+				send()
+				return <-answers
+			}
+			return fmt.Errorf("a log record of unknown kind %d", kind)
+		})
+		send()
+	}()
+	for l := range loads {
+		s.applyLoad(l)
+		if l.trim != nil {
+			answers <- s.applyTrim(*l.trim)
 		}
-		if c.Rev < 1 || c.Rev > s.order.Last().Rev || c.Nsec < 0 || c.Nsec > 999_999_999 {
-			return fmt.Errorf("compaction at %d of %d revisions", c.Rev, s.order.Last().Rev)
+		l.reset()
+		select {
+		case free <- l:
+		default:
 		}
-		if c.Rev > s.compactRev {
-			s.compactRev = c.Rev
-			s.compaction.Store(&mark{rev: c.Rev, time: time.Unix(c.Sec, c.Nsec).UTC()})
-			s.publishFloorLocked()
-		}
-		return nil
-	case wal.KindTrim:
-		t, err := wal.DecodeTrim(p)
-		if err != nil {
-			return err
-		}
-		return s.applyTrim(t)
 	}
-	return fmt.Errorf("a log record of unknown kind %d", kind)
+	if panicked != nil {
+		panic(panicked)
+	}
+	return tail, err
 }
 
-// applyBatch commits a logged batch again, at the revisions and time it
-// was logged with. A batch the snapshot already holds is skipped.
-func (s *state[V]) applyBatch(b wal.Batch) error {
-	last := s.order.Last()
+// replayLoad is about how many writes the log loader hands over at a time.
+const replayLoad = 512
+
+// logLoad is what the log loader hands over: batches of writes, each with
+// its time (decoded and checked, their logs not yet looked up), the
+// compactions logged between them, and, last, a trim to apply and answer.
+type logLoad[V any] struct {
+	changes  []change[V]
+	batches  []loadedBatch // in log order, over changes
+	compacts []compactAt
+	trim     *wal.Trim
+}
+
+type loadedBatch struct {
+	t      time.Time
+	lo, hi int // its changes are changes[lo:hi]
+}
+
+// compactAt is a logged compaction, which came after the first before
+// batches of its load.
+type compactAt struct {
+	c      wal.Compact
+	before int
+}
+
+func (l *logLoad[V]) reset() {
+	clear(l.changes)
+	l.changes, l.batches, l.compacts, l.trim = l.changes[:0], l.batches[:0], l.compacts[:0], nil
+}
+
+// logLoader reads a log's records in order and checks each against those
+// before it.
+type logLoader[V any] struct {
+	s       *state[V]
+	last    mvcc.Stamp // the last revision read, and its time
+	decoder wal.BatchDecoder
+	decoded wal.Batch // the decoder's buffer
+}
+
+// batch decodes and checks a batch record into l. A batch the snapshot
+// already holds is skipped.
+func (ld *logLoader[V]) batch(l *logLoad[V], p []byte) error {
+	b, err := ld.decoder.Decode(ld.decoded, p)
+	if err != nil {
+		return err
+	}
+	ld.decoded = b
+	defer clear(b) // its values point into the file's bytes
+	last := ld.last
 	switch {
 	case len(b) == 0:
 		return errors.New("an empty batch")
@@ -92,49 +185,104 @@ func (s *state[V]) applyBatch(b wal.Batch) error {
 	case b[0].Rev != last.Rev+1:
 		return fmt.Errorf("revision %d follows %d", b[0].Rev, last.Rev)
 	}
-	t, err := s.timeOf(&b[0])
+	t, err := ld.s.timeOf(&b[0])
 	if err != nil {
 		return err
 	}
 	if t.Before(last.Time) {
 		return fmt.Errorf("revision %d at %v is before revision %d at %v", b[0].Rev, t, last.Rev, last.Time)
 	}
-	d := s.d
-	d.replay = slices.Grow(d.replay[:0], len(b))[:len(b)] // cleared after each batch
-	cs := d.replay
+	lo := len(l.changes)
+	for i := range b {
+		x := &b[i]
+		if x.Sec != b[0].Sec || x.Nsec != b[0].Nsec || x.Zone != b[0].Zone {
+			l.changes = l.changes[:lo]
+			return fmt.Errorf("revision %d: a batch of several times", x.Rev)
+		}
+		l.changes = append(l.changes, change[V]{key: x.Key, prev: -1})
+		if err := ld.s.decodeEntry(&l.changes[len(l.changes)-1].e, x, t); err != nil {
+			l.changes = l.changes[:lo]
+			return err
+		}
+	}
+	l.batches = append(l.batches, loadedBatch{t, lo, len(l.changes)})
+	ld.last = mvcc.Stamp{Rev: b[len(b)-1].Rev, Time: t}
+	return nil
+}
+
+// compact decodes and checks a compaction record.
+func (ld *logLoader[V]) compact(p []byte) (wal.Compact, error) {
+	c, err := wal.DecodeCompact(p)
+	if err != nil {
+		return c, err
+	}
+	if c.Rev < 1 || c.Rev > ld.last.Rev || c.Nsec < 0 || c.Nsec > 999_999_999 {
+		return c, fmt.Errorf("compaction at %d of %d revisions", c.Rev, ld.last.Rev)
+	}
+	return c, nil
+}
+
+// applyLoad commits the batches of a load, with the compactions between
+// them, at the revisions and times they were logged with.
+func (s *state[V]) applyLoad(l *logLoad[V]) {
+	cs := l.compacts
+	for i, b := range l.batches {
+		for len(cs) > 0 && cs[0].before == i {
+			s.applyCompact(cs[0].c)
+			cs = cs[1:]
+		}
+		s.applyBatch(l.changes[b.lo:b.hi], b.t)
+	}
+	for _, c := range cs {
+		s.applyCompact(c.c)
+	}
+}
+
+func (s *state[V]) applyCompact(c wal.Compact) {
+	if c.Rev > s.compactRev {
+		s.compactRev = c.Rev
+		s.compaction.Store(&mark{rev: c.Rev, time: time.Unix(c.Sec, c.Nsec).UTC()})
+		s.publishFloorLocked()
+	}
+}
+
+// applyBatch commits a logged batch, checked, again: it finds each key's
+// log, then commits the batch as it was.
+func (s *state[V]) applyBatch(cs []change[V], t time.Time) {
 	// fresh maps a key the store does not hold yet to the batch's last
 	// write of it: its first write gets the key its log, and commitLocked
 	// gives a later one that log through prev. A key the store holds has
 	// its log already, so most writes never touch the map.
 	var fresh map[string]int
-	for i := range b {
-		x := &b[i]
-		if x.Sec != b[0].Sec || x.Nsec != b[0].Nsec || x.Zone != b[0].Zone {
-			return fmt.Errorf("revision %d: a batch of several times", x.Rev)
-		}
+	for i := range cs {
 		c := &cs[i]
-		c.key, c.prev = x.Key, -1
-		if c.kl = s.lookupLocked(x.Key); c.kl == nil && len(b) > 1 {
-			if j, ok := fresh[x.Key]; ok {
+		if c.kl = s.lookupLocked(c.key); c.kl == nil && len(cs) > 1 {
+			if j, ok := fresh[c.key]; ok {
 				c.prev = j
 			} else if fresh == nil {
 				fresh = make(map[string]int)
 			}
-			fresh[x.Key] = i
-		}
-		if err := s.entryOf(&c.e, x, t); err != nil {
-			return err
+			fresh[c.key] = i
 		}
 	}
 	s.commitLocked(cs, t)
-	clear(cs)
-	return nil
 }
 
 // entryOf fills e from a logged entry at time t, checking what the store
 // relies on: a known op, a TTL only on a put and after its time, a value
 // the codec decodes.
 func (s *state[V]) entryOf(e *revlog.Entry[V], x *wal.Entry, t time.Time) error {
+	if err := s.decodeEntry(e, x, t); err != nil {
+		return err
+	}
+	e.SetTime(t, &s.zones)
+	return nil
+}
+
+// decodeEntry is entryOf but for the time, which it leaves to the caller:
+// SetTime numbers the time's location in s.zones, which only one goroutine
+// at a time may do.
+func (s *state[V]) decodeEntry(e *revlog.Entry[V], x *wal.Entry, t time.Time) error {
 	e.Op, e.Rev = revlog.Op(x.Op), x.Rev
 	if x.HasTTL && (e.Op != revlog.Put || x.Expires <= t.UnixNano() || x.Expires == math.MinInt64+1) {
 		return fmt.Errorf("revision %d of %q: an impossible expiry", x.Rev, x.Key)
@@ -147,7 +295,6 @@ func (s *state[V]) entryOf(e *revlog.Entry[V], x *wal.Entry, t time.Time) error 
 		}
 		e.Value = v
 	}
-	e.SetTime(t, &s.zones)
 	return nil
 }
 
