@@ -78,8 +78,9 @@ type durability[V any] struct {
 	touched   []string              // keys the drain wrote, whose watchers publication wakes
 	trims     []*keyLog[V]          // keys whose history cap cut waits for publication (keyLog.drop)
 	batch     wal.Batch
-	payload   []byte // the batch's encoded values
-	rec       []byte // a trim record being logged: logLocked copies it out
+	payload   []byte       // the batch's encoded values
+	rec       []byte       // a trim record being logged: logLocked copies it out
+	stale     []*keyLog[V] // keys whose slot the log replay has yet to set (keyLog.stale)
 
 	logged atomic.Int64 // bytes logged since the last checkpoint
 	// snapBytes is the size of the newest snapshot: a checkpoint waits for

@@ -61,6 +61,10 @@ type keyLog[V any] struct {
 	// during a drain (Open's stores), to be dropped when the drain is
 	// published; 0 otherwise. Guarded by state.mu.
 	drop int
+	// stale is set while Open's log replay has left the key's index slot
+	// behind its log (durability.stale lists these keys). Guarded by
+	// state.mu.
+	stale bool
 }
 
 func lessKey[V any](a, b *keyLog[V]) bool { return a.key < b.key }

@@ -125,6 +125,14 @@ func (s *state[V]) replayLog(from int64) (wal.Tail, error) {
 	if panicked != nil {
 		panic(panicked)
 	}
+	for _, kl := range d.stale { // the slots commitLocked left behind
+		kl.stale = false
+		if kl.slot < len(s.slots) && s.slots[kl.slot] == kl { // not removed by a trim
+			last, _ := kl.log.Last()
+			s.index[kl.key] = indexedOf(kl, last)
+		}
+	}
+	d.stale = nil
 	return tail, err
 }
 
