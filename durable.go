@@ -530,6 +530,36 @@ func (s *state[V]) logLocked(kind wal.Kind, payload []byte) {
 	s.bufferedLocked(d.w.Buffer(kind, payload), wal.FrameSize(len(payload)))
 }
 
+// slotsLaterLocked is the end of commitLocked for a store on a directory
+// that runs a drain or replays its log: cs's revisions are assigned, and
+// their index slots set later.
+//   - In a drain they are published, with the slots, once the drain's log
+//     is synced.
+//   - In a replay no reader can look yet: a key's slot is set at its first
+//     write of the replay (so that lookupLocked finds a new key), and again
+//     at the replay's end (replayLog).
+func (s *state[V]) slotsLaterLocked(cs []change[V], t time.Time) {
+	d := s.d
+	if d.draining {
+		s.order.Assign(len(cs), t)
+		for i := range cs {
+			d.pending = append(d.pending, slotUpdate[V]{cs[i].key, indexedOf(cs[i].kl, &cs[i].e)})
+			d.touched = append(d.touched, cs[i].key)
+		}
+		return
+	}
+	s.indexMu.Lock()
+	for i := range cs {
+		if kl := cs[i].kl; !kl.stale {
+			kl.stale = true
+			d.stale = append(d.stale, kl)
+			s.index[cs[i].key] = indexedOf(kl, &cs[i].e)
+		}
+	}
+	s.order.CommitN(len(cs), t)
+	s.indexMu.Unlock()
+}
+
 // logBatchRecordLocked is logLocked of a batch record, encoded straight
 // into the log's buffer.
 func (s *state[V]) logBatchRecordLocked(b wal.Batch) {

@@ -291,31 +291,8 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) int64 {
 		}
 	}
 
-	if d := s.d; d != nil && d.replaying {
-		// No reader yet: a key's slot is set at its first write of the
-		// replay (so that lookupLocked finds a new key) and at its end.
-		s.indexMu.Lock()
-		for i := range cs {
-			if kl := cs[i].kl; !kl.stale {
-				kl.stale = true
-				d.stale = append(d.stale, kl)
-				s.index[cs[i].key] = indexedOf(kl, &cs[i].e)
-			}
-		}
-		s.order.CommitN(len(cs), t)
-		s.indexMu.Unlock()
-		for i := range cs {
-			s.trimIfOverLocked(cs[i].kl)
-		}
-		return rev
-	}
-	if d := s.d; d != nil && d.draining {
-		// Published, with the slots, once the drain's log is synced.
-		s.order.Assign(len(cs), t)
-		for i := range cs {
-			d.pending = append(d.pending, slotUpdate[V]{cs[i].key, indexedOf(cs[i].kl, &cs[i].e)})
-			d.touched = append(d.touched, cs[i].key)
-		}
+	if d := s.d; d != nil && (d.draining || d.replaying) {
+		s.slotsLaterLocked(cs, t)
 		for i := range cs {
 			s.trimIfOverLocked(cs[i].kl)
 		}
