@@ -1,9 +1,14 @@
 package revkv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/revkv/revkv/mvcc"
@@ -361,32 +366,92 @@ func (s *state[V]) applyTrim(t wal.Trim) error {
 	return nil
 }
 
-// loadSnapshot loads the snapshot of revision at into an empty state, on
-// two goroutines: a loader reads, checks and decodes the records and builds
-// each key's log, which is most of the work; the caller enters each key
-// into the index, tree and expiries (several keys at a time, so that the
-// two meet rarely). Every check is the loader's, so that an error names
-// the record's file and offset; what the caller does cannot fail. The
-// loader is the only user of s.zones (through entryOf) while it runs.
+// loadSnapshot loads the snapshot of revision at into an empty state. A
+// reader goroutine reads the records and checks what needs the order of
+// the file (the state record first, the keys increasing, which is how a
+// key written twice is found); builder goroutines, each given a run of key
+// records at a time, decode and check them and build each key's log (the
+// codec, the times: most of the work); the caller enters the built keys
+// into the index, tree and expiries, which cannot fail. A builder's error
+// names its record's file and offset, as the reader's do; the first in
+// the file wins. A codec's panic in a builder is raised again on the
+// caller's goroutine. The builders are the only users of s.zones while
+// they run, one at a time (zmu).
 func (s *state[V]) loadSnapshot(at int64) error {
 	d := s.d
-	loads := make(chan snapshotLoad[V], 4)
-	free := make(chan []restoredKey[V], 5)
+	name := filepath.Join(d.dir, wal.SnapshotName(at))
+	builders := max(1, min(runtime.GOMAXPROCS(0), 4))
+	jobs := make(chan *snapshotJob, 2*builders)
+	spare := make(chan *snapshotJob, 2*builders+1)
+	loads := make(chan snapshotLoad[V], 2*builders)
+	free := make(chan []restoredKey[V], 2*builders+1)
 	var (
-		size     int64
-		err      error
-		panicked any // a codec's panic, raised again on the caller's goroutine
+		stop atomic.Bool // a builder failed or panicked: the reader stops
+		// mu guards failure and panicked, and is zmu for the builders.
+		mu       sync.Mutex
+		failure  *wal.Corruption
+		panicked any
+		size     int64 // of the file's records, for the checkpoint rule
+		rerr     error // the reader's
+		wg       sync.WaitGroup
 	)
-	go func() {
-		defer close(loads)
-		defer func() {
-			if p := recover(); p != nil {
-				panicked = p
+	for range builders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					mu.Lock()
+					panicked = p
+					mu.Unlock()
+					stop.Store(true)
+					for range jobs { // let the reader finish
+					}
+				}
+			}()
+			b := snapshotBuilder[V]{s: s, zmu: &mu}
+			for j := range jobs {
+				if stop.Load() {
+					continue
+				}
+				var keys []restoredKey[V]
+				select {
+				case keys = <-free:
+				default:
+					keys = make([]restoredKey[V], 0, restoreBatch)
+				}
+				keys, off, err := b.build(j, keys)
+				select {
+				case spare <- j:
+				default:
+				}
+				if err != nil {
+					mu.Lock()
+					if failure == nil || off < failure.Offset {
+						failure = &wal.Corruption{File: name, Offset: off, Why: err.Error()}
+					}
+					mu.Unlock()
+					stop.Store(true)
+					continue
+				}
+				loads <- snapshotLoad[V]{keys: keys}
 			}
 		}()
-		ld := snapshotLoader[V]{s: s}
-		var keys []restoredKey[V]
-		err = wal.ReadSnapshot(d.fs, d.dir, at, func(kind wal.Kind, p []byte) error {
+	}
+	go func() { // the reader
+		defer func() {
+			close(jobs)
+			wg.Wait()
+			close(loads)
+		}()
+		var (
+			ld snapshotReader
+			j  *snapshotJob
+		)
+		rerr = wal.ReadSnapshot(d.fs, d.dir, at, func(kind wal.Kind, p []byte, off int64) error {
+			if stop.Load() {
+				return errStopped
+			}
 			size += int64(wal.FrameSize(len(p)))
 			switch kind {
 			case wal.KindState:
@@ -396,27 +461,27 @@ func (s *state[V]) loadSnapshot(at int64) error {
 				}
 				return err
 			case wal.KindKey:
-				if keys == nil {
-					select {
-					case keys = <-free:
-					default:
-						keys = make([]restoredKey[V], 0, restoreBatch)
-					}
-				}
-				k, err := ld.key(p)
-				if err != nil {
+				if err := ld.key(p); err != nil {
 					return err
 				}
-				if keys = append(keys, k); len(keys) == restoreBatch {
-					loads <- snapshotLoad[V]{keys: keys}
-					keys = nil
+				if j == nil {
+					select {
+					case j = <-spare:
+					default:
+						j = new(snapshotJob)
+					}
+					j.reset(ld.last)
+				}
+				if j.add(p, off) == restoreBatch {
+					jobs <- j
+					j = nil
 				}
 				return nil
 			}
 			return fmt.Errorf("a snapshot record of unknown kind %d", kind)
 		})
-		if len(keys) > 0 {
-			loads <- snapshotLoad[V]{keys: keys}
+		if j != nil && rerr == nil {
+			jobs <- j
 		}
 	}()
 	for l := range loads {
@@ -438,14 +503,20 @@ func (s *state[V]) loadSnapshot(at int64) error {
 		panic(panicked)
 	}
 	d.snapBytes.Store(size)
-	return err
+	if failure != nil { // before the reader's, which may be errStopped
+		return failure
+	}
+	return rerr
 }
 
-// restoreBatch is how many keys the snapshot loader hands over at a time.
+// errStopped stops the snapshot reader after a builder's failure.
+var errStopped = errors.New("stopped")
+
+// restoreBatch is how many keys a snapshot builder is given at a time.
 const restoreBatch = 256
 
-// snapshotLoad is what the snapshot loader hands over: the state record,
-// or keys.
+// snapshotLoad is what the snapshot's reader or builders hand over: the
+// state record, or keys.
 type snapshotLoad[V any] struct {
 	state *wal.State
 	keys  []restoredKey[V]
@@ -457,18 +528,35 @@ type restoredKey[V any] struct {
 	log revlog.Log[V]
 }
 
-// snapshotLoader reads a snapshot's records in order and checks each
-// against those before it.
-type snapshotLoader[V any] struct {
-	s    *state[V]
-	last int64 // the snapshot's revision, once its state record is read
-	prev string
-	k    wal.Key // decoded into again for every key
-	n    int     // keys read
+// snapshotJob is a run of a snapshot's key records for a builder: copies
+// of their payloads, one after the other, and their offsets in the file.
+type snapshotJob struct {
+	last int64 // the snapshot's revision
+	buf  []byte
+	ends []int // where each payload ends in buf
+	offs []int64
+}
+
+func (j *snapshotJob) reset(last int64) {
+	j.last, j.buf, j.ends, j.offs = last, j.buf[:0], j.ends[:0], j.offs[:0]
+}
+
+// add copies a record in and returns how many the job holds.
+func (j *snapshotJob) add(p []byte, off int64) int {
+	j.buf = append(j.buf, p...)
+	j.ends, j.offs = append(j.ends, len(j.buf)), append(j.offs, off)
+	return len(j.ends)
+}
+
+// snapshotReader checks each record of a snapshot against those before it.
+type snapshotReader struct {
+	last int64  // the snapshot's revision, once its state record is read
+	prev []byte // the last key read
+	n    int    // keys read
 }
 
 // state decodes and checks the state record.
-func (ld *snapshotLoader[V]) state(p []byte) (*wal.State, error) {
+func (ld *snapshotReader) state(p []byte) (*wal.State, error) {
 	st, err := wal.DecodeState(p)
 	if err != nil {
 		return nil, err
@@ -491,25 +579,60 @@ func (ld *snapshotLoader[V]) state(p []byte) (*wal.State, error) {
 	return st, nil
 }
 
-// key decodes and checks a key record and builds the key's log. Keys come
-// in increasing order (a checkpoint writes them so), which is how a key
-// written twice is found.
-func (ld *snapshotLoader[V]) key(p []byte) (restoredKey[V], error) {
-	s, k := ld.s, &ld.k
-	defer clear(k.Entries) // their values point into the file's bytes
+// key checks that a key record's key comes after the last one's: a
+// checkpoint writes them in increasing order.
+func (ld *snapshotReader) key(p []byte) error {
+	k, err := wal.KeyOf(p)
+	if err != nil {
+		return err
+	}
+	if ld.n > 0 {
+		switch c := bytes.Compare(k, ld.prev); {
+		case c == 0:
+			return fmt.Errorf("key %q twice", k)
+		case c < 0:
+			return fmt.Errorf("key %q after %q", k, ld.prev)
+		}
+	}
+	ld.prev, ld.n = append(ld.prev[:0], k...), ld.n+1
+	return nil
+}
+
+// snapshotBuilder decodes and checks key records and builds their logs.
+type snapshotBuilder[V any] struct {
+	s   *state[V]
+	zmu *sync.Mutex // taken to number a location in s.zones
+	k   wal.Key     // decoded into again for every key
+	// the location numbered last, and its number
+	loc  *time.Location
+	zone revlog.Zone
+}
+
+// build builds the keys of j into keys, or returns the offset of the first
+// record that fails, and why.
+func (b *snapshotBuilder[V]) build(j *snapshotJob, keys []restoredKey[V]) ([]restoredKey[V], int64, error) {
+	start := 0
+	for i, end := range j.ends {
+		r, err := b.key(j.buf[start:end], j.last)
+		if err != nil {
+			return keys, j.offs[i], err
+		}
+		keys = append(keys, r)
+		start = end
+	}
+	return keys, 0, nil
+}
+
+// key decodes and checks a key record and builds the key's log.
+func (b *snapshotBuilder[V]) key(p []byte, last int64) (restoredKey[V], error) {
+	s, k := b.s, &b.k
+	defer clear(k.Entries)
 	if err := wal.DecodeKeyInto(k, p); err != nil {
 		return restoredKey[V]{}, err
 	}
 	if len(k.Entries) == 0 {
 		return restoredKey[V]{}, fmt.Errorf("key %q without entries", k.Key)
 	}
-	if ld.n > 0 && k.Key <= ld.prev {
-		if k.Key == ld.prev {
-			return restoredKey[V]{}, fmt.Errorf("key %q twice", k.Key)
-		}
-		return restoredKey[V]{}, fmt.Errorf("key %q after %q", k.Key, ld.prev)
-	}
-	ld.prev, ld.n = k.Key, ld.n+1
 	r := restoredKey[V]{key: k.Key}
 	r.log.Grow(len(k.Entries) + 1) // and room for an expiry, as Append leaves
 	var prev *revlog.Entry[V]
@@ -519,13 +642,14 @@ func (ld *snapshotLoader[V]) key(p []byte) (restoredKey[V], error) {
 		if err != nil {
 			return restoredKey[V]{}, err
 		}
-		if x.Rev < 1 || x.Rev > ld.last || prev != nil && (x.Rev <= prev.Rev || t.Before(prev.Time(&s.zones))) {
+		if x.Rev < 1 || x.Rev > last || prev != nil && (x.Rev <= prev.Rev || t.Before(prev.Time(&s.zones))) {
 			return restoredKey[V]{}, fmt.Errorf("key %q: entry at revision %d out of order", k.Key, x.Rev)
 		}
 		var e revlog.Entry[V]
-		if err := s.entryOf(&e, x, t); err != nil {
+		if err := s.decodeEntry(&e, x, t); err != nil {
 			return restoredKey[V]{}, err
 		}
+		e.SetTimeIn(t, b.number(t.Location()))
 		r.log.Append(e)
 		prev, _ = r.log.Last()
 	}
@@ -534,6 +658,19 @@ func (ld *snapshotLoader[V]) key(p []byte) (restoredKey[V], error) {
 		r.log.SetDropped(k.Dropped)
 	}
 	return r, nil
+}
+
+// number returns loc's number in s.zones, numbering it if it is new.
+func (b *snapshotBuilder[V]) number(loc *time.Location) revlog.Zone {
+	if loc == time.UTC {
+		return 0
+	}
+	if loc != b.loc {
+		b.zmu.Lock()
+		b.loc, b.zone = loc, b.s.zones.Number(loc)
+		b.zmu.Unlock()
+	}
+	return b.zone
 }
 
 func instantTime(i wal.Instant) time.Time { return time.Unix(i.Sec, int64(i.Nsec)).UTC() }

@@ -48,6 +48,12 @@ func (e *Entry[V]) SetTime(t time.Time, z *Zones) {
 	e.sec, e.nsec, e.zone = t.Unix(), int32(t.Nanosecond()), z.Number(t.Location())
 }
 
+// SetTimeIn sets e's time to t, whose location z numbered zone: SetTime
+// for a caller that numbers locations itself.
+func (e *Entry[V]) SetTimeIn(t time.Time, zone Zone) {
+	e.sec, e.nsec, e.zone = t.Unix(), int32(t.Nanosecond()), zone
+}
+
 // Time returns e's time, in its location (z must be the Zones that numbered it).
 func (e *Entry[V]) Time(z *Zones) time.Time {
 	return time.Unix(e.sec, int64(e.nsec)).In(z.Location(e.zone))

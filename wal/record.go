@@ -475,6 +475,14 @@ func AppendKey(dst []byte, k *Key) []byte {
 	return e.b
 }
 
+// KeyOf returns the key of a KindKey payload, pointing into p, without
+// decoding the rest.
+func KeyOf(p []byte) ([]byte, error) {
+	d := dec{b: p}
+	k := d.raw()
+	return k, d.err
+}
+
 // DecodeKeyInto decodes a KindKey payload into k, whose Entries' storage
 // it reuses.
 func DecodeKeyInto(k *Key, p []byte) error {

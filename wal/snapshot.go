@@ -106,10 +106,12 @@ func (w *SnapshotWriter) Abort() {
 }
 
 // ReadSnapshot reads the snapshot at rev: fn gets the state record first,
-// then every other record. A snapshot that is damaged, of an unknown
-// version, or without its KindEnd record (or with more after it) is a
-// *Corruption.
-func ReadSnapshot(fs vfs.FS, dir string, rev int64, fn func(kind Kind, payload []byte) error) error {
+// then every other record, each with its offset in the file (for a
+// *Corruption of its own, if the caller checks the record later). A
+// snapshot that is damaged, of an unknown version, or without its KindEnd
+// record (or with more after it) is a *Corruption; so is fn's error, at
+// the record's offset.
+func ReadSnapshot(fs vfs.FS, dir string, rev int64, fn func(kind Kind, payload []byte, off int64) error) error {
 	name := filepath.Join(dir, SnapshotName(rev))
 	f, err := fs.OpenRead(name)
 	if err != nil {
@@ -156,7 +158,7 @@ func ReadSnapshot(fs vfs.FS, dir string, rev int64, fn func(kind Kind, payload [
 			}
 			return nil
 		}
-		if err := fn(kind, payload); err != nil {
+		if err := fn(kind, payload, off); err != nil {
 			return bad(err.Error())
 		}
 		if !first {

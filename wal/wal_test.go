@@ -218,7 +218,7 @@ func TestSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{42}, revs)
 	var got []string
-	require.NoError(t, ReadSnapshot(vfs.OS, dir, 42, func(k Kind, p []byte) error {
+	require.NoError(t, ReadSnapshot(vfs.OS, dir, 42, func(k Kind, p []byte, _ int64) error {
 		got = append(got, fmt.Sprint(k, p))
 		return nil
 	}))
@@ -230,7 +230,7 @@ func TestSnapshot(t *testing.T) {
 	for i := range full {
 		for _, b := range [][]byte{full[:i], flip(full, i)} {
 			require.NoError(t, os.WriteFile(name, b, 0o644))
-			err := ReadSnapshot(vfs.OS, dir, 42, func(Kind, []byte) error { return nil })
+			err := ReadSnapshot(vfs.OS, dir, 42, func(Kind, []byte, int64) error { return nil })
 			require.ErrorIs(t, err, ErrCorrupt, "at %d", i)
 		}
 	}
