@@ -267,7 +267,8 @@ func (s *state[V]) logDeferredTrimsLocked() {
 	for _, kl := range s.d.trims {
 		es := kl.log.Entries()
 		t := wal.Trim{Key: kl.key, Count: true, Lo: es[kl.drop].Rev, Dropped: max(kl.log.Dropped(), es[kl.drop-1].Rev)}
-		s.logLocked(wal.KindTrim, wal.AppendTrim(nil, t))
+		s.d.rec = wal.AppendTrim(s.d.rec[:0], t) // logLocked copies it out
+		s.logLocked(wal.KindTrim, s.d.rec)
 	}
 }
 
