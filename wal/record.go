@@ -454,7 +454,9 @@ func DecodeState(p []byte) (*State, error) {
 }
 
 // Key is the payload of a snapshot's KindKey record: one key's retained
-// entries, oldest first; Trimmed says older ones were dropped.
+// entries, oldest first; Trimmed says older ones were dropped. A snapshot
+// holds its keys in increasing byte order, each once (the store checks it
+// at Open: that is how it finds a key written twice).
 type Key struct {
 	Key     string
 	Trimmed bool
