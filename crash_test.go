@@ -40,8 +40,9 @@ func crashKey(r int64) string { return fmt.Sprint("k", r%37) }
 // and at least every WithSyncInterval: 100 ms here), so a killed process
 // may lose the writes of that last moment: every revision acknowledged
 // more than the interval (plus a margin for a loaded machine) before the
-// kill must be there. What those modes lose at a power cut is
-// TestSyncIntervalLoss's.
+// kill must be there; their children run long enough that some must, and
+// the test fails if none ever had to. What those modes lose at a power
+// cut is TestSyncIntervalLoss's.
 func TestCrash(t *testing.T) {
 	if dir := os.Getenv("REVKV_CRASH_CHILD"); dir != "" {
 		crashChild(dir, os.Getenv("REVKV_CRASH_SYNC"))
@@ -54,12 +55,20 @@ func TestCrash(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+			// A child runs 100-500 ms; under the async modes 800-1,500 ms,
+			// well past the loss allowed at the kill (crashInterval +
+			// crashMargin), so that what it wrote first had to survive.
+			runFor := [2]int{100, 500}
+			if mode != "always" {
+				runFor = [2]int{800, 1500}
+			}
+			checked := int64(0) // the most revisions that had to survive a kill
 			for cycle := range *crashesFlag {
 				// acked is the last revision acknowledged; sure, the last
 				// one that must survive (under SyncAlways, the same).
 				var acked, sure int64
 				var acks []timedAck
-				killChild(t, rng, "TestCrash", []string{"REVKV_CRASH_CHILD=" + dir, "REVKV_CRASH_SYNC=" + mode}, func(line string) {
+				killChild(t, rng, runFor, "TestCrash", []string{"REVKV_CRASH_CHILD=" + dir, "REVKV_CRASH_SYNC=" + mode}, func(line string) {
 					if r, ok := strings.CutPrefix(line, "ack "); ok {
 						acked, _ = strconv.ParseInt(r, 10, 64)
 						acks = append(acks, timedAck{acked, time.Now()})
@@ -81,7 +90,9 @@ func TestCrash(t *testing.T) {
 				checkCrashHistory(t, s)
 				t.Logf("cycle %d: %d acknowledged, %d recovered (%d acknowledged lost, %d had to survive)", cycle, acked, s.Rev(), max(0, acked-int64(s.Rev())), sure)
 				require.NoError(t, s.Close())
+				checked = max(checked, sure)
 			}
+			require.Positive(t, checked, "some acknowledged revision had to survive a kill")
 		})
 	}
 }
@@ -99,15 +110,15 @@ type timedAck struct {
 
 // killChild runs test in a child process of this binary with env set,
 // hands each line it prints to line, and kills it with SIGKILL after a
-// random 100-500 ms.
-func killChild(t *testing.T, rng *rand.Rand, test string, env []string, line func(string)) {
+// random runFor[0] to runFor[1] milliseconds.
+func killChild(t *testing.T, rng *rand.Rand, runFor [2]int, test string, env []string, line func(string)) {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v=false")
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	lines := bufio.NewScanner(out)
-	deadline := time.Now().Add(time.Duration(100+rng.Intn(400)) * time.Millisecond)
+	deadline := time.Now().Add(time.Duration(runFor[0]+rng.Intn(runFor[1]-runFor[0])) * time.Millisecond)
 	for lines.Scan() {
 		line(lines.Text())
 		if time.Now().After(deadline) {
@@ -188,7 +199,7 @@ func TestCrashConcurrent(t *testing.T) {
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for cycle := range *crashesFlag {
 		acked := map[string]int{} // writer → its last acknowledged sequence number
-		killChild(t, rng, "TestCrashConcurrent", []string{"REVKV_CRASH_CONCURRENT=" + dir}, func(line string) {
+		killChild(t, rng, [2]int{100, 500}, "TestCrashConcurrent", []string{"REVKV_CRASH_CONCURRENT=" + dir}, func(line string) {
 			var w string
 			var i int
 			if n, _ := fmt.Sscanf(line, "ack %s %d", &w, &i); n == 2 {
