@@ -5,6 +5,9 @@ import (
 )
 
 // Codec turns values into bytes for a store on a directory (Open) and back.
+// Its methods are called from several goroutines at once (writers and
+// checkpoints encode, Open decodes on every core), so they must be safe for
+// concurrent use, as the three here are.
 type Codec[V any] interface {
 	// Encode appends v's encoding to dst.
 	Encode(dst []byte, v V) ([]byte, error)
