@@ -122,7 +122,9 @@ type request[V any] struct {
 // log after it, cuts a torn last record, and goes on from Rev()+1. Nothing
 // is expired during Open: expiries that fell due while the store was closed
 // are written, at their exact times, by the first write, purge or expirer
-// tick after it.
+// tick after it. Open uses every core (up to six goroutines): it reads and
+// checks each file on one, decodes a snapshot's keys on up to four, and
+// replays the log on two; the codec's Decode runs on all of them.
 //
 // A directory another store holds is ErrLocked; damaged files, an unknown
 // format version or a value codec cannot decode are ErrCorrupt, naming the
