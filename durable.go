@@ -44,10 +44,10 @@ import (
 //     write while writers go on; a writer that finds asyncBuffer bytes
 //     waiting writes them itself, unless another write of the log (or a
 //     checkpoint's rotation) is under way, and waits for one only past
-//     asyncBufferMax. Every WithSyncInterval the syncer writes
-//     what is buffered (and under SyncInterval syncs it), so a killed
-//     process loses at most that interval's writes (in practice about
-//     flushWait's: what the flusher had not yet written).
+//     asyncBufferMax. Every WithSyncInterval the syncer writes what is
+//     buffered (and under SyncInterval syncs it), so a killed process
+//     loses at most that interval's writes (in practice about flushWait's:
+//     what the flusher had not yet written).
 //   - A failed write or sync stops the store's writes for good: nothing of
 //     the failed drain is published, and every later write returns the
 //     error. Reads go on; Close returns it. (Under SyncInterval and

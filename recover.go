@@ -46,8 +46,8 @@ func (s *state[V]) recover() (wal.Tail, error) {
 	return s.replayLog(from)
 }
 
-// replayLog replays the log from revision from on, on two goroutines as
-// loadSnapshot loads: a loader reads, checks and decodes the records (the
+// replayLog replays the log from revision from on, on two goroutines: a
+// loader reads, checks and decodes the records (the
 // revisions in order, the times, the values), and Open's goroutine finds
 // each key's log and commits the writes, many at a time. A trim needs the
 // state to check, so the loader hands it over alone and waits for the
@@ -281,20 +281,10 @@ func (s *state[V]) applyBatch(cs []change[V], t time.Time) {
 	s.commitLocked(cs, t)
 }
 
-// entryOf fills e from a logged entry at time t, checking what the store
-// relies on: a known op, a TTL only on a put and after its time, a value
-// the codec decodes.
-func (s *state[V]) entryOf(e *revlog.Entry[V], x *wal.Entry, t time.Time) error {
-	if err := s.decodeEntry(e, x, t); err != nil {
-		return err
-	}
-	e.SetTime(t, &s.zones)
-	return nil
-}
-
-// decodeEntry is entryOf but for the time, which it leaves to the caller:
-// SetTime numbers the time's location in s.zones, which only one goroutine
-// at a time may do.
+// decodeEntry fills e from a logged entry at time t, checking what the
+// store relies on: a known op, a TTL only on a put and after its time, a
+// value the codec decodes. It leaves e's time to the caller: numbering the
+// time's location in s.zones is for one goroutine at a time.
 func (s *state[V]) decodeEntry(e *revlog.Entry[V], x *wal.Entry, t time.Time) error {
 	e.Op, e.Rev = revlog.Op(x.Op), x.Rev
 	if x.HasTTL && (e.Op != revlog.Put || x.Expires <= t.UnixNano() || x.Expires == math.MinInt64+1) {
@@ -687,7 +677,7 @@ func (s *state[V]) restoreState(st *wal.State) {
 	s.publishFloorLocked()
 }
 
-// restoreKey enters a key the loader built into the state.
+// restoreKey enters a key a snapshot builder built into the state.
 func (s *state[V]) restoreKey(r *restoredKey[V]) {
 	kl := s.addKeyLocked(r.key)
 	kl.log = r.log

@@ -429,13 +429,6 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// Rotate writes what is buffered, syncs the current segment and starts one
-// at rev, so that the segments before it can be removed once a snapshot
-// covers them. The caller guarantees nothing at or above rev is buffered.
-func (w *Writer) Rotate(rev int64) error {
-	return w.Cut().Rotate(rev)
-}
-
 // A Cut is a rotation begun: the records buffered when it was made go to
 // the current segment, and those buffered after it to the next, which
 // Rotate starts. Nothing is written between Cut and Rotate, so a caller
@@ -460,7 +453,9 @@ func (w *Writer) Cut() *Cut {
 }
 
 // Rotate writes the cut's records to the current segment, syncs it, and
-// starts the segment of rev. It must be called once.
+// starts the segment of rev, so that the segments before it can be removed
+// once a snapshot covers them. It must be called once; the caller
+// guarantees no record it cut is at or above rev.
 func (c *Cut) Rotate(rev int64) error {
 	w := c.w
 	defer w.wmu.Unlock()
