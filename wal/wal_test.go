@@ -290,10 +290,24 @@ func TestTryFlushDuringCut(t *testing.T) {
 	w.Buffer(KindBatch, before)
 	c := w.Cut()
 	w.Buffer(KindBatch, after)
-	n, ok, err := w.TryFlush()
-	require.NoError(t, err)
-	require.False(t, ok, "a rotation is under way")
-	require.Zero(t, n)
+	type result struct {
+		n   int
+		ok  bool
+		err error
+	}
+	tried := make(chan result, 1)
+	go func() {
+		n, ok, err := w.TryFlush()
+		tried <- result{n, ok, err}
+	}()
+	select {
+	case r := <-tried:
+		require.NoError(t, r.err)
+		require.False(t, r.ok, "a rotation is under way")
+		require.Zero(t, r.n)
+	case <-time.After(5 * time.Second):
+		t.Fatal("TryFlush waited for the rotation")
+	}
 	flushed := make(chan int)
 	go func() {
 		n, err := w.Flush()
@@ -307,7 +321,7 @@ func TestTryFlushDuringCut(t *testing.T) {
 	}
 	require.NoError(t, c.Rotate(2))
 	require.Equal(t, FrameSize(len(after)), <-flushed)
-	n, ok, err = w.TryFlush()
+	n, ok, err := w.TryFlush()
 	require.True(t, ok)
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing left")
