@@ -200,6 +200,52 @@ func TestSnapshotChecked(t *testing.T) {
 	require.NoError(t, open(two, "a", "b"), "the same snapshot with its keys in order opens")
 }
 
+// TestSnapshotRoomForTheLog: Open builds a snapshot's key logs with room
+// for what the log after the snapshot adds, by the log's size against the
+// snapshot's, so that its replay does not regrow them; a log larger than
+// the snapshot at most doubles a key's room. (Capacities are rounded up to
+// the allocator's size classes: within an eighth.)
+func TestSnapshotRoomForTheLog(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		a, b       int // writes of "a" and "b" after the checkpoint
+		minA, maxA int // a's room after Open
+		maxB       int // b's
+	}{
+		{"no log", 0, 0, 201, 201 * 9 / 8, 201 * 9 / 8},
+		// Room for 300 or a little more from the start (the log's records
+		// are larger than the snapshot's): a log of 201 regrown by the
+		// replay would have about 400.
+		{"log of half", 100, 100, 300, 375, 375},
+		{"log larger than the snapshot", 600, 0, 800, 1600, 401 * 9 / 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStr(t, dir, revkv.WithCheckpointBytes(1<<40))
+			for i := range 200 {
+				s.Put("a", fmt.Sprint(i))
+				s.Put("b", fmt.Sprint(i))
+			}
+			require.NoError(t, s.Checkpoint())
+			for i := range max(c.a, c.b) {
+				if i < c.a {
+					s.Put("a", fmt.Sprint(i))
+				}
+				if i < c.b {
+					s.Put("b", fmt.Sprint(i))
+				}
+			}
+			require.NoError(t, s.Close())
+			s = openStr(t, dir)
+			defer s.Close()
+			require.GreaterOrEqual(t, revkv.LogCap(s, "a"), c.minA)
+			require.LessOrEqual(t, revkv.LogCap(s, "a"), c.maxA)
+			require.LessOrEqual(t, revkv.LogCap(s, "b"), c.maxB)
+			require.NoError(t, s.Check())
+		})
+	}
+}
+
 // TestExpiryDuringDowntime: an expiry due while the store was closed is
 // written at its exact time by the first write after Open; Open itself
 // writes nothing.

@@ -128,3 +128,14 @@ func HoldCheckpoints[V any](s *Store[V]) (release func()) {
 	s.d.ckptMu.Lock()
 	return s.d.ckptMu.Unlock
 }
+
+// LogCap returns the capacity of key's log: how many entries it holds
+// room for. 0 for a key the store does not hold.
+func LogCap[V any](s *Store[V], key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kl := s.lookupLocked(key); kl != nil {
+		return cap(kl.log.Entries())
+	}
+	return 0
+}

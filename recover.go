@@ -35,7 +35,7 @@ func (s *state[V]) recover() (wal.Tail, error) {
 	from := int64(1)
 	if n := len(snaps); n > 0 {
 		at := snaps[n-1]
-		if err := s.loadSnapshot(at); err != nil {
+		if err := s.loadSnapshot(at, s.logShare(at)); err != nil {
 			return wal.Tail{}, err
 		}
 		if s.order.Last().Rev != at {
@@ -44,6 +44,28 @@ func (s *state[V]) recover() (wal.Tail, error) {
 		from = at + 1
 	}
 	return s.replayLog(from)
+}
+
+// logShare returns the size of the log after the snapshot of revision at
+// over the snapshot's, at most 1: about how much the snapshot's keys will
+// grow as the log is replayed, if its writes fall on them as the
+// snapshot's did. The snapshot's key logs are built with that much room
+// (snapshotBuilder.key), so that the replay does not regrow, copy and
+// garbage-collect most of them; a key the log does not write keeps room
+// for no more entries than append's doubling would have left it. A file
+// it cannot size makes it 0: it is a hint, and reading the files reports
+// their errors.
+func (s *state[V]) logShare(at int64) float64 {
+	d := s.d
+	snap, err := d.fs.Size(filepath.Join(d.dir, wal.SnapshotName(at)))
+	if err != nil || snap <= 0 {
+		return 0
+	}
+	log, err := wal.LogBytes(d.fs, d.dir, at+1)
+	if err != nil {
+		return 0
+	}
+	return min(1, float64(log)/float64(snap))
 }
 
 // replayLog replays the log from revision from on, on two goroutines: a
@@ -366,8 +388,9 @@ func (s *state[V]) applyTrim(t wal.Trim) error {
 // names its record's file and offset, as the reader's do; the first in
 // the file wins. A codec's panic in a builder is raised again on the
 // caller's goroutine. The builders are the only users of s.zones while
-// they run, one at a time (zmu).
-func (s *state[V]) loadSnapshot(at int64) error {
+// they run, one at a time (zmu). Each key's log gets room for share more
+// of its entries (logShare).
+func (s *state[V]) loadSnapshot(at int64, share float64) error {
 	d := s.d
 	name := filepath.Join(d.dir, wal.SnapshotName(at))
 	builders := max(1, min(runtime.GOMAXPROCS(0), 4))
@@ -399,7 +422,7 @@ func (s *state[V]) loadSnapshot(at int64) error {
 					}
 				}
 			}()
-			b := snapshotBuilder[V]{s: s, zmu: &mu}
+			b := snapshotBuilder[V]{s: s, zmu: &mu, share: share}
 			for j := range jobs {
 				if stop.Load() {
 					continue
@@ -593,6 +616,9 @@ type snapshotBuilder[V any] struct {
 	s   *state[V]
 	zmu *sync.Mutex // taken to number a location in s.zones
 	k   wal.Key     // decoded into again for every key
+	// share is the room each key's log gets for the log's replay, as a
+	// share of its entries (logShare).
+	share float64
 	// the location numbered last, and its number
 	loc  *time.Location
 	zone revlog.Zone
@@ -624,7 +650,8 @@ func (b *snapshotBuilder[V]) key(p []byte, last int64) (restoredKey[V], error) {
 		return restoredKey[V]{}, fmt.Errorf("key %q without entries", k.Key)
 	}
 	r := restoredKey[V]{key: k.Key}
-	r.log.Grow(len(k.Entries) + 1) // and room for an expiry, as Append leaves
+	n := len(k.Entries)
+	r.log.Grow(n + 1 + int(float64(n)*b.share)) // and room for an expiry, as Append leaves
 	var prev *revlog.Entry[V]
 	for i := range k.Entries {
 		x := &k.Entries[i]

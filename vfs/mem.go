@@ -157,6 +157,7 @@ func (m *Mem) OpenAppend(name string) (File, error) {
 	return &memFile{m: m, name: name, ino: ino}, nil
 }
 
+// ReadFile returns the file's whole contents.
 func (m *Mem) ReadFile(name string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -165,6 +166,17 @@ func (m *Mem) ReadFile(name string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
 	return slices.Clone(ino.data), nil
+}
+
+// Size returns the file's size: what was written, synced or not.
+func (m *Mem) Size(name string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ino := m.files[name]
+	if ino == nil {
+		return 0, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	return int64(len(ino.data)), nil
 }
 
 // OpenRead returns a reader of the file's contents when it was opened.

@@ -2,7 +2,7 @@
 // operating system's (OS), or Mem, an in-memory one that can crash — losing
 // what was not synced, as a power cut would — and fail on demand. It holds
 // only what the log and snapshot formats need: create, append, truncate,
-// sync, rename, remove, list, read, lock.
+// sync, rename, remove, list, read, size, lock.
 //
 // Names are slash-separated paths as the caller builds them with
 // path/filepath; a file's directory is filepath.Dir of its name.
@@ -36,8 +36,8 @@ type FS interface {
 	Create(name string) (File, error)
 	// OpenAppend opens an existing file; writes land at its end.
 	OpenAppend(name string) (File, error)
-	// ReadFile returns the file's whole contents.
-	ReadFile(name string) ([]byte, error)
+	// Size returns the file's size in bytes.
+	Size(name string) (int64, error)
 	// OpenRead opens a file for reading from its start.
 	OpenRead(name string) (io.ReadCloser, error)
 	// List returns the names (not paths) of the files in dir, sorted.
@@ -65,7 +65,13 @@ func (osFS) OpenAppend(name string) (File, error) {
 	return os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
 }
 
-func (osFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+func (osFS) Size(name string) (int64, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
 
 func (osFS) OpenRead(name string) (io.ReadCloser, error) { return os.Open(name) }
 

@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
@@ -12,6 +13,15 @@ import (
 
 	"github.com/revkv/revkv/vfs"
 )
+
+func readFile(fsys vfs.FS, name string) ([]byte, error) {
+	r, err := fsys.OpenRead(name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
 
 // Both file systems answer the same calls the same way.
 func TestFileSystems(t *testing.T) {
@@ -32,16 +42,19 @@ func TestFileSystems(t *testing.T) {
 			_, err = f.Write([]byte("!"))
 			require.NoError(t, err, "a write after Truncate lands at the new end")
 			require.NoError(t, f.Close())
-			got, err := fsys.ReadFile(a)
+			got, err := readFile(fsys, a)
 			require.NoError(t, err)
 			require.Equal(t, "hello!", string(got))
+			size, err := fsys.Size(a)
+			require.NoError(t, err)
+			require.EqualValues(t, 6, size)
 
 			f, err = fsys.OpenAppend(a)
 			require.NoError(t, err)
 			_, err = f.Write([]byte("?"))
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
-			got, _ = fsys.ReadFile(a)
+			got, _ = readFile(fsys, a)
 			require.Equal(t, "hello!?", string(got))
 
 			b := filepath.Join(dir, "b")
@@ -49,7 +62,9 @@ func TestFileSystems(t *testing.T) {
 			names, err := fsys.List(dir)
 			require.NoError(t, err)
 			require.Equal(t, []string{"b"}, names)
-			_, err = fsys.ReadFile(a)
+			_, err = readFile(fsys, a)
+			require.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
+			_, err = fsys.Size(a)
 			require.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
 			_, err = fsys.OpenAppend(a)
 			require.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)

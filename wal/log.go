@@ -89,7 +89,7 @@ func Replay(fs vfs.FS, dir string, from int64, fn func(kind Kind, payload []byte
 	}
 	for i, first := range segs {
 		last := i == len(segs)-1
-		if !last && segs[i+1] <= from {
+		if !holds(segs, i, from) {
 			continue
 		}
 		name := filepath.Join(dir, SegmentName(first))
@@ -105,6 +105,33 @@ func Replay(fs vfs.FS, dir string, from int64, fn func(kind Kind, payload []byte
 		tail = Tail{Segment: first, Size: size, Torn: torn}
 	}
 	return tail, nil
+}
+
+// holds says whether segment i of segs may hold revisions from from on:
+// it is the last, or its successor starts after from.
+func holds(segs []int64, i int, from int64) bool {
+	return i == len(segs)-1 || segs[i+1] > from
+}
+
+// LogBytes returns the size of the segments Replay would read from from
+// on: a measure of how much the log holds beyond a snapshot, known before
+// reading it.
+func LogBytes(fs vfs.FS, dir string, from int64) (int64, error) {
+	segs, err := Segments(fs, dir)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for i, first := range segs {
+		if holds(segs, i, from) {
+			size, err := fs.Size(filepath.Join(dir, SegmentName(first)))
+			if err != nil {
+				return 0, err
+			}
+			n += size
+		}
+	}
+	return n, nil
 }
 
 func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte) error) (size int64, torn bool, err error) {

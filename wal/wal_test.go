@@ -106,6 +106,30 @@ func TestLogReplaysInOrderAcrossSegments(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, append(want, p), got)
 
+	// LogBytes counts the segments Replay reads: from segs[2] on, the
+	// segment that starts there and every later one.
+	var sizes []int64
+	for _, first := range segs {
+		fi, err := os.Stat(filepath.Join(dir, SegmentName(first)))
+		require.NoError(t, err)
+		sizes = append(sizes, fi.Size())
+	}
+	for _, c := range []struct {
+		from int64
+		segs []int64 // the sizes it adds up
+	}{{0, sizes}, {segs[2], sizes[2:]}, {segs[2] + 1, sizes[2:]}, {segs[len(segs)-1] + 100, sizes[len(sizes)-1:]}} {
+		var want int64
+		for _, n := range c.segs {
+			want += n
+		}
+		got, err := LogBytes(vfs.OS, dir, c.from)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "from %d", c.from)
+	}
+	n, err := LogBytes(vfs.OS, t.TempDir(), 1)
+	require.NoError(t, err)
+	require.Zero(t, n, "no log")
+
 	// Skipping: segments wholly below from are not read.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, SegmentName(segs[0])), []byte("garbage"), 0o644))
 	_, err = Replay(vfs.OS, dir, segs[2], func(Kind, []byte) error { return nil })
