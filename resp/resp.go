@@ -6,8 +6,7 @@
 package resp
 
 import (
-	"bufio"
-	"errors"
+	"bytes"
 	"io"
 	"strconv"
 )
@@ -25,83 +24,206 @@ const (
 	MaxArgs        = 1 << 20   // a multibulk count above this is refused
 )
 
-// Reader reads commands from a connection. Not safe for concurrent use.
+// Reader reads commands from a connection: it reads into its buffer and
+// splits whole commands out of it with a parser. Not safe for concurrent
+// use.
 type Reader struct {
-	r *bufio.Reader
+	r io.Reader
 	// MaxBulk bounds one bulk string (DefaultMaxBulk unless set).
 	MaxBulk int64
-	args    [][]byte
-	data    []byte // the arguments' bytes, reused by each command
-	ends    []int  // where each argument ends in data, reused
+	p       parser
+	buf     []byte // what was read; buf[off:] is not parsed yet
+	off     int
 }
 
+// readSize is the buffer a Reader starts with, and reads into at least.
+const readSize = 16 << 10
+
 // NewReader returns a Reader on r.
-func NewReader(r io.Reader) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, 16<<10), MaxBulk: DefaultMaxBulk}
-}
+func NewReader(r io.Reader) *Reader { return &Reader{r: r, MaxBulk: DefaultMaxBulk} }
 
 // Buffered returns how many bytes have been read from the connection and
 // not yet parsed: zero when the client has sent no further command, which
 // is when a server flushes its replies (so that a pipeline gets them in one
 // write).
-func (rd *Reader) Buffered() int { return rd.r.Buffered() }
+func (rd *Reader) Buffered() int { return len(rd.buf) - rd.off }
 
-// ReadCommand returns the next command's arguments, skipping empty ones.
-// They are valid until the next call. An error is the connection's (io.EOF
-// at a clean end) or a *ProtocolError.
+// ReadCommand returns the next command's arguments, skipping empty ones,
+// reading as much as it needs. They are valid until the next call. An
+// error is the connection's (io.EOF at a clean end, io.ErrUnexpectedEOF
+// inside a command) or a *ProtocolError.
 func (rd *Reader) ReadCommand() ([][]byte, error) {
 	for {
-		args, err := rd.read()
-		if err != nil || len(args) > 0 {
+		args, err := rd.next()
+		if err != nil || args != nil {
 			return args, err
+		}
+		if err := rd.fill(); err != nil {
+			return nil, err
 		}
 	}
 }
 
-func (rd *Reader) read() ([][]byte, error) {
-	b, err := rd.r.Peek(1)
-	if err != nil {
-		return nil, err
-	}
-	if b[0] != '*' {
-		return rd.inline()
-	}
-	line, err := rd.line("too big mbulk count string")
-	if err != nil {
-		return nil, err
-	}
-	n, ok := parseLen(line[1:])
-	if !ok || n > MaxArgs {
-		return nil, &ProtocolError{"invalid multibulk length"}
-	}
-	rd.args, rd.data, rd.ends = rd.args[:0], rd.data[:0], rd.ends[:0]
-	for range n { // ends, not slices: data may move as it grows
-		line, err := rd.line("too big bulk count string")
-		if err != nil {
+// next returns the next whole command already read, skipping empty ones,
+// or nil if there is none yet; it never reads. An error is a
+// *ProtocolError: the connection cannot be read further.
+func (rd *Reader) next() ([][]byte, error) {
+	rd.p.maxBulk = rd.MaxBulk
+	for {
+		args, n, err := rd.p.parse(rd.buf[rd.off:])
+		if err != nil || n == 0 {
 			return nil, err
+		}
+		rd.off += n
+		if len(args) > 0 {
+			return args, nil
+		}
+	}
+}
+
+// fill reads once from the connection into the buffer, which grows only as
+// a command in progress fills it: memory follows what a client has sent,
+// never what it declares it will send. Its error is the reader's
+// (io.ErrUnexpectedEOF for an io.EOF inside a command).
+func (rd *Reader) fill() error {
+	switch {
+	case rd.off == len(rd.buf): // all parsed: start over
+		rd.buf, rd.off = rd.buf[:0], 0
+		if cap(rd.buf) > 4*readSize { // do not keep a big command's buffer
+			rd.buf = nil
+		}
+	case cap(rd.buf)-len(rd.buf) < readSize/4 && rd.off > 0: // nearly full: move the command in progress to the front
+		rd.buf, rd.off = rd.buf[:copy(rd.buf, rd.buf[rd.off:])], 0
+	}
+	if cap(rd.buf)-len(rd.buf) < readSize/4 {
+		rd.buf = append(rd.buf, make([]byte, max(readSize, cap(rd.buf)))...)[:len(rd.buf)]
+	}
+	n, err := rd.r.Read(rd.buf[len(rd.buf):cap(rd.buf)])
+	rd.buf = rd.buf[:len(rd.buf)+n]
+	switch {
+	case n > 0:
+		return nil
+	case err == nil:
+		return io.ErrNoProgress
+	case err == io.EOF && rd.Buffered() > 0:
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// parser splits commands out of a stream of bytes that arrives in pieces:
+// multibulk commands (what clients send) and inline ones (a line of words,
+// as typed into telnet). It keeps where it got to in a command in progress,
+// so that a command arriving a byte at a time is parsed in linear time.
+type parser struct {
+	maxBulk int64 // bounds one bulk string
+	// The multibulk command in progress, while want > 0: its number of
+	// arguments, where the next argument's header starts, and the start
+	// and end of each argument read so far.
+	want  int
+	next  int
+	spans []int
+	// nl is how far the line starting at line is known to hold no '\n'.
+	line, nl int
+	args     [][]byte
+	data     []byte // an inline command's words, unescaped
+	ends     []int
+}
+
+// parse returns the first command in buf and its length in bytes. A
+// length of 0 means buf holds only the start of a command: call again with
+// the same start and more bytes after it. An empty command (a blank line,
+// *0) has a length and no arguments. The arguments point into buf or the
+// parser and are valid until the next call. After an error the stream
+// cannot be parsed further.
+func (p *parser) parse(buf []byte) (args [][]byte, n int, err error) {
+	if p.want == 0 {
+		if len(buf) == 0 {
+			return nil, 0, nil
+		}
+		if buf[0] != '*' {
+			return p.inline(buf)
+		}
+		line, n, err := p.readLine(buf, 0, "too big mbulk count string")
+		if err != nil || n == 0 {
+			return nil, 0, err
+		}
+		count, ok := parseLen(line[1:])
+		if !ok || count > MaxArgs {
+			return nil, 0, &ProtocolError{"invalid multibulk length"}
+		}
+		if count <= 0 {
+			return nil, n, nil
+		}
+		p.want, p.next, p.spans = int(count), n, p.spans[:0]
+	}
+	for len(p.spans) < 2*p.want {
+		line, n, err := p.readLine(buf, p.next, "too big bulk count string")
+		if err != nil || n == 0 {
+			return nil, 0, p.fail(err)
 		}
 		if len(line) == 0 || line[0] != '$' {
 			got := "\\r"
 			if len(line) > 0 {
 				got = string(line[0])
 			}
-			return nil, &ProtocolError{"expected '$', got '" + got + "'"}
+			return nil, 0, p.fail(&ProtocolError{"expected '$', got '" + got + "'"})
 		}
 		size, ok := parseLen(line[1:])
-		if !ok || size < 0 || size > rd.MaxBulk {
-			return nil, &ProtocolError{"invalid bulk length"}
+		if !ok || size < 0 || size > p.maxBulk {
+			return nil, 0, p.fail(&ProtocolError{"invalid bulk length"})
 		}
-		if err := rd.bulk(int(size)); err != nil {
-			return nil, err
+		start := p.next + n
+		if int64(len(buf)-start) < size+2 {
+			return nil, 0, nil // the rest has not arrived
 		}
-		rd.ends = append(rd.ends, len(rd.data))
+		end := start + int(size)
+		if buf[end] != '\r' || buf[end+1] != '\n' {
+			return nil, 0, p.fail(&ProtocolError{"invalid bulk length"})
+		}
+		p.spans = append(p.spans, start, end)
+		p.next = end + 2
 	}
-	start := 0
-	for _, end := range rd.ends {
-		rd.args = append(rd.args, rd.data[start:end:end])
-		start = end
+	args = p.args[:0]
+	for i := 0; i < len(p.spans); i += 2 {
+		args = append(args, buf[p.spans[i]:p.spans[i+1]:p.spans[i+1]])
 	}
-	return rd.args, nil
+	p.args, p.want = args, 0
+	return args, p.next, nil
+}
+
+// fail ends the command in progress with err.
+func (p *parser) fail(err error) error {
+	p.want = 0
+	return err
+}
+
+// readLine returns the line of buf starting at from, without its CRLF (or
+// LF), and its length with them; a length of 0 if it has not all arrived.
+// A line of MaxInline bytes or more is a *ProtocolError saying tooBig.
+func (p *parser) readLine(buf []byte, from int, tooBig string) ([]byte, int, error) {
+	seen := 0
+	if p.line == from {
+		seen = min(p.nl, len(buf)-from)
+	}
+	i := bytes.IndexByte(buf[from+seen:], '\n')
+	if i < 0 {
+		if len(buf)-from >= MaxInline {
+			return nil, 0, &ProtocolError{tooBig}
+		}
+		p.line, p.nl = from, len(buf)-from
+		return nil, 0, nil
+	}
+	i += seen
+	p.line, p.nl = -1, 0
+	if i+1 >= MaxInline {
+		return nil, 0, &ProtocolError{tooBig}
+	}
+	line := buf[from : from+i]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, i + 1, nil
 }
 
 // parseLen parses a length as Redis does (string2ll): an optional minus
@@ -127,72 +249,14 @@ func parseLen(b []byte) (int64, bool) {
 	return n, true
 }
 
-// bulk appends size bytes and the CRLF after them to data (without the
-// CRLF), growing data only as the bytes arrive.
-func (rd *Reader) bulk(size int) error {
-	for size > 0 {
-		chunk := min(size, 64<<10)
-		start := len(rd.data)
-		rd.data = append(rd.data, make([]byte, chunk)...)
-		if _, err := io.ReadFull(rd.r, rd.data[start:]); err != nil {
-			return unexpected(err)
-		}
-		size -= chunk
-	}
-	var crlf [2]byte
-	if _, err := io.ReadFull(rd.r, crlf[:]); err != nil {
-		return unexpected(err)
-	}
-	if crlf != [2]byte{'\r', '\n'} {
-		return &ProtocolError{"invalid bulk length"}
-	}
-	return nil
-}
-
-func unexpected(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
-// line reads a line of at most MaxInline bytes, without its CRLF (or LF).
-func (rd *Reader) line(tooBig string) ([]byte, error) {
-	line, err := rd.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		// Longer than the buffer: gather it, up to the limit.
-		buf := append([]byte(nil), line...)
-		for errors.Is(err, bufio.ErrBufferFull) && len(buf) < MaxInline {
-			line, err = rd.r.ReadSlice('\n')
-			buf = append(buf, line...)
-		}
-		if len(buf) >= MaxInline {
-			return nil, &ProtocolError{tooBig}
-		}
-		line = buf
-	}
-	if err != nil {
-		if len(line) > 0 {
-			return nil, unexpected(err)
-		}
-		return nil, err
-	}
-	line = line[:len(line)-1]
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	return line, nil
-}
-
-// inline reads a command typed as a line of words (telnet, redis-cli's
+// inline parses a command typed as a line of words (telnet, redis-cli's
 // raw mode), quoted as Redis quotes: "..." with backslash escapes, '...'.
-func (rd *Reader) inline() ([][]byte, error) {
-	line, err := rd.line("too big inline request")
-	if err != nil {
-		return nil, err
+func (p *parser) inline(buf []byte) ([][]byte, int, error) {
+	line, n, err := p.readLine(buf, 0, "too big inline request")
+	if err != nil || n == 0 {
+		return nil, 0, err
 	}
-	rd.args, rd.data = rd.args[:0], rd.data[:0]
-	var ends []int
+	p.args, p.data, p.ends = p.args[:0], p.data[:0], p.ends[:0]
 	for i := 0; ; {
 		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
 			i++
@@ -201,25 +265,25 @@ func (rd *Reader) inline() ([][]byte, error) {
 			break
 		}
 		var err error
-		i, err = rd.word(line, i)
+		i, err = p.word(line, i)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		ends = append(ends, len(rd.data))
+		p.ends = append(p.ends, len(p.data))
 	}
 	start := 0
-	for _, end := range ends {
-		rd.args = append(rd.args, rd.data[start:end:end])
+	for _, end := range p.ends {
+		p.args = append(p.args, p.data[start:end:end])
 		start = end
 	}
-	return rd.args, nil
+	return p.args, n, nil
 }
 
 var errQuotes = &ProtocolError{"unbalanced quotes in request"}
 
 // word appends the word of line starting at i to data and returns where it
 // ends.
-func (rd *Reader) word(line []byte, i int) (int, error) {
+func (p *parser) word(line []byte, i int) (int, error) {
 	switch q := line[i]; q {
 	case '"', '\'':
 		for i++; ; i++ {
@@ -234,24 +298,24 @@ func (rd *Reader) word(line []byte, i int) (int, error) {
 				}
 				return i + 1, nil
 			case c == '\\' && i+1 < len(line) && q == '\'' && line[i+1] == '\'':
-				rd.data = append(rd.data, '\'')
+				p.data = append(p.data, '\'')
 				i++
 			case c == '\\' && i+1 < len(line) && q == '"':
 				i++
 				if line[i] == 'x' && i+2 < len(line) && isHex(line[i+1]) && isHex(line[i+2]) {
 					v, _ := strconv.ParseUint(string(line[i+1:i+3]), 16, 8)
-					rd.data = append(rd.data, byte(v))
+					p.data = append(p.data, byte(v))
 					i += 2
 					continue
 				}
-				rd.data = append(rd.data, unescape(line[i]))
+				p.data = append(p.data, unescape(line[i]))
 			default:
-				rd.data = append(rd.data, c)
+				p.data = append(p.data, c)
 			}
 		}
 	default:
 		for ; i < len(line) && line[i] != ' ' && line[i] != '\t'; i++ {
-			rd.data = append(rd.data, line[i])
+			p.data = append(p.data, line[i])
 		}
 		return i, nil
 	}

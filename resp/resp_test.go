@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ func TestBulkGrowsWithData(t *testing.T) {
 	rd.MaxBulk = DefaultMaxBulk
 	_, err := rd.ReadCommand()
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
-	require.Less(t, cap(rd.data), 1<<20, "a 100 MB promise with 3 bytes sent")
+	require.Less(t, cap(rd.buf), 1<<20, "a 100 MB promise with 3 bytes sent")
 }
 
 func TestWriter(t *testing.T) {
@@ -120,8 +121,30 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("arguments of %d bytes from %d bytes of input", n, len(in))
 			}
 		}
-		if cap(rd.data) > 2*len(in)+(64<<10) {
-			t.Fatalf("holds %d bytes for %d of input", cap(rd.data), len(in))
+		if cap(rd.buf) > 2*len(in)+(64<<10) {
+			t.Fatalf("holds %d bytes for %d of input", cap(rd.buf), len(in))
 		}
 	})
+}
+
+// BenchmarkReadCommand reads a pipeline of SETs and GETs as redis-benchmark
+// sends them, a 16 KiB read at a time.
+func BenchmarkReadCommand(b *testing.B) {
+	var pipe bytes.Buffer
+	for i := range 1000 {
+		fmt.Fprintf(&pipe, "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$3\r\nxxx\r\n", i)
+		fmt.Fprintf(&pipe, "*2\r\n$3\r\nGET\r\n$16\r\nkey:%012d\r\n", i)
+	}
+	in := pipe.Bytes()
+	src := bytes.NewReader(in)
+	rd := NewReader(src)
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		src.Reset(in)
+		for range 2000 {
+			if _, err := rd.ReadCommand(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
