@@ -2,7 +2,9 @@
 # revkv-server beside redis-server under redis-benchmark, on this machine,
 # one after the other: in memory, with and without pipelining, then
 # durable with a sync per write (revkv --sync always, Redis appendfsync
-# always). Prints redis-benchmark's CSV: ops/s and latency percentiles.
+# always); then revkv-server again in memory with GOMAXPROCS=1, the one
+# core Redis uses, leaving the other to the benchmark client. Prints
+# redis-benchmark's CSV: ops/s and latency percentiles.
 #
 #   bench/server/run.sh [requests]     (default 1000000)
 set -euo pipefail
@@ -47,3 +49,9 @@ run "memory P16" -- --appendonly no -- -n "$n" -P 16
 run "memory P1" -- --appendonly no -- -n "$n" -P 1
 rm -rf "$work/data" "$work/appendonlydir"
 run "durable P1" --dir "$work/data" --sync always -- --appendonly yes --appendfsync always -- -n $((n / 20)) -P 1
+for p in 16 1; do
+  GOMAXPROCS=1 "$work/revkv-server" --addr 127.0.0.1:6391 2>/dev/null & rp=$!
+  wait_up 6391 $rp
+  bench "revkv memory P$p GOMAXPROCS=1" 6391 -n "$n" -P $p
+  kill $rp; wait $rp 2>/dev/null || true
+done
