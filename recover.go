@@ -69,8 +69,8 @@ func (s *state[V]) logShare(at int64) float64 {
 }
 
 // replayLog replays the log from revision from on, on two goroutines: a
-// loader reads, checks and decodes the records (the
-// revisions in order, the times, the values), and Open's goroutine finds
+// loader reads, checks and decodes the records (the revisions in order,
+// the times, the values), and Open's goroutine finds
 // each key's log and commits the writes, many at a time. A trim needs the
 // state to check, so the loader hands it over alone and waits for the
 // answer, which it returns as the record's error (naming file and

@@ -36,7 +36,7 @@ type Reader struct {
 	off     int
 }
 
-// readSize is the buffer a Reader starts with, and reads into at least.
+// readSize is the buffer a Reader starts with, and the least it grows by.
 const readSize = 16 << 10
 
 // NewReader returns a Reader on r.

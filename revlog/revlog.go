@@ -45,7 +45,7 @@ type Entry[V any] struct {
 
 // SetTime sets e's time to t, numbering t's location in z.
 func (e *Entry[V]) SetTime(t time.Time, z *Zones) {
-	e.sec, e.nsec, e.zone = t.Unix(), int32(t.Nanosecond()), z.Number(t.Location())
+	e.SetTimeIn(t, z.Number(t.Location()))
 }
 
 // SetTimeIn sets e's time to t, whose location z numbered zone: SetTime
