@@ -100,7 +100,7 @@ type slotUpdate[V any] struct {
 // op), or run for the others (Update, a purge batch).
 type request[V any] struct {
 	key      string
-	d        time.Duration
+	d        expiry
 	op       writeOp[V]
 	run      func() (Revision, error)
 	rev      Revision
@@ -489,7 +489,7 @@ func (s *state[V]) runRequest(r *request[V]) {
 	case r.run != nil:
 		r.rev, r.err = r.run()
 	default:
-		r.rev, r.cur, r.err = s.writeLocked(r.key, r.d, &r.op)
+		r.rev, r.cur, r.err = s.writeLocked(r.key, &r.d, &r.op)
 	}
 }
 

@@ -153,3 +153,66 @@ func TestErrorsReadAsOneSentence(t *testing.T) {
 	require.EqualError(t, err, `revkv: put "k": store is closed`)
 	require.ErrorIs(t, err, revkv.ErrClosed)
 }
+
+// TestExpiresAtIsExact: PutExpiresAt and ExpireAt, on the store and in a
+// Txn, give ExpiresAt == at to the nanosecond, whatever the write's time;
+// the expiry is written at exactly at; an at not after the write's time,
+// or past the last instant, is ErrInvalidTTL and writes nothing, not even
+// the expiries due (an argument check, §3.3a).
+func TestExpiresAtIsExact(t *testing.T) {
+	s, c := newStore(t)
+	at := c.Now().Add(1500*time.Millisecond + 7) // not a whole millisecond from now
+	rev, err := s.PutExpiresAt("k", "v", at.In(time.FixedZone("east", 3600)))
+	require.NoError(t, err)
+	e, ok := s.GetEntry("k")
+	require.True(t, ok)
+	require.True(t, e.ExpiresAt.Equal(at), "ExpiresAt %v, want %v", e.ExpiresAt, at)
+	require.Equal(t, time.UTC, e.ExpiresAt.Location(), "in the location of the write's time")
+	require.Equal(t, rev, e.Rev)
+
+	c.Add(at.Sub(c.Now()) - 1)
+	_, ok = s.Get("k")
+	require.True(t, ok, "live one nanosecond before at")
+	c.Add(1)
+	_, ok = s.Get("k")
+	require.False(t, ok, "gone at at")
+
+	before := s.Rev()
+	hist := map[string][]revkv.Entry[string]{"k": s.History("k")}
+	for _, bad := range []time.Time{c.Now(), c.Now().Add(-time.Hour), time.Unix(0, math.MaxInt64).Add(1), {}} {
+		_, err := s.PutExpiresAt("j", "w", bad)
+		require.ErrorIs(t, err, revkv.ErrInvalidTTL, "at %v", bad)
+		_, err = s.ExpireAt("k", bad)
+		require.ErrorIs(t, err, revkv.ErrInvalidTTL, "at %v", bad)
+		unchanged(t, s, before, hist) // the due expiry of k is not written either
+	}
+	_, err = s.PutExpiresAt("j", "w", c.Now())
+	require.EqualError(t, err, `revkv: put "j" expiring at 2026-11-21 14:02:01.500000007 +0000 UTC: invalid TTL (the expiry is not after the write's time 2026-11-21 14:02:01.500000007 +0000 UTC)`)
+
+	_, err = s.ExpireAt("k", c.Now().Add(time.Second))
+	require.ErrorIs(t, err, revkv.ErrNotFound, "k expired")
+	h := s.History("k")
+	require.Equal(t, revkv.OpExpire, h[len(h)-1].Op)
+	require.True(t, h[len(h)-1].Time.Equal(at), "the expiry's time is at itself")
+
+	_, err = s.Put("m", "x")
+	require.NoError(t, err)
+	at2 := c.Now().Add(time.Nanosecond)
+	_, err = s.ExpireAt("m", at2)
+	require.NoError(t, err)
+	e, _ = s.GetEntry("m")
+	require.True(t, e.ExpiresAt.Equal(at2))
+	require.Equal(t, "x", e.Value)
+
+	at3 := c.Now().Add(time.Hour + 3)
+	_, err = s.Update(func(tx *revkv.Txn[string]) error {
+		require.ErrorIs(t, tx.PutExpiresAt("t", "1", c.Now()), revkv.ErrInvalidTTL)
+		require.ErrorIs(t, tx.ExpireAt("t", at3), revkv.ErrNotFound)
+		require.NoError(t, tx.PutExpiresAt("t", "1", at3))
+		require.NoError(t, tx.ExpireAt("t", at3.Add(1)))
+		return nil
+	})
+	require.NoError(t, err)
+	e, _ = s.GetEntry("t")
+	require.True(t, e.ExpiresAt.Equal(at3.Add(1)))
+}

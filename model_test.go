@@ -189,17 +189,42 @@ func (m *model) materialize(now time.Time) int {
 	return len(due)
 }
 
+// mExpiry is the TTL a write sets: given the write's time, its ExpiresAt
+// (zero: none) or ErrInvalidTTL. nil sets none.
+type mExpiry func(now time.Time) (time.Time, error)
+
+// mTTL expires d after the write's time.
+func mTTL(d time.Duration) mExpiry {
+	return func(now time.Time) (time.Time, error) {
+		at := now.Add(d)
+		if d <= 0 || !at.After(now) || !at.After(minNanos) || at.After(maxNanos) {
+			return time.Time{}, revkv.ErrInvalidTTL
+		}
+		return at, nil
+	}
+}
+
+// mAt expires at exactly at, in the location of the write's time (§3.7).
+func mAt(at time.Time) mExpiry {
+	return func(now time.Time) (time.Time, error) {
+		if !at.After(now) || at.After(maxNanos) {
+			return time.Time{}, revkv.ErrInvalidTTL
+		}
+		return time.Unix(0, at.UnixNano()).In(now.Location()), nil
+	}
+}
+
 // write mirrors contract §3.3(a): argument checks, then expiries due, then decide.
-func (m *model) write(key string, ttl time.Duration, decide mDecider) (revkv.Revision, error) {
+func (m *model) write(key string, ex mExpiry, decide mDecider) (revkv.Revision, error) {
 	if m.closed {
 		return 0, revkv.ErrClosed
 	}
 	now := m.now()
 	var expiresAt time.Time
-	if ttl != 0 {
-		expiresAt = now.Add(ttl)
-		if ttl < 0 || !expiresAt.After(now) || !expiresAt.After(minNanos) || expiresAt.After(maxNanos) {
-			return 0, revkv.ErrInvalidTTL
+	if ex != nil {
+		var err error
+		if expiresAt, err = ex(now); err != nil {
+			return 0, err
 		}
 	}
 	m.materialize(now)
@@ -240,20 +265,24 @@ func mPersist(cur mEntry, live bool) (revkv.Op, int, error) {
 	return mKeep(cur, live)
 }
 
-func (m *model) Put(key string, v int) (revkv.Revision, error) { return m.write(key, 0, mPut(v)) }
+func (m *model) Put(key string, v int) (revkv.Revision, error) { return m.write(key, nil, mPut(v)) }
 
 func (m *model) PutTTL(key string, v int, ttl time.Duration) (revkv.Revision, error) {
 	if ttl <= 0 {
 		return 0, revkv.ErrInvalidTTL
 	}
-	return m.write(key, ttl, mPut(v))
+	return m.write(key, mTTL(ttl), mPut(v))
+}
+
+func (m *model) PutExpiresAt(key string, v int, at time.Time) (revkv.Revision, error) {
+	return m.write(key, mAt(at), mPut(v))
 }
 
 func (m *model) CompareAndPut(key string, modRev revkv.Revision, v int) (revkv.Revision, error) {
 	if modRev < 0 {
 		return 0, revkv.ErrConflict
 	}
-	return m.write(key, 0, func(cur mEntry, live bool) (revkv.Op, int, error) {
+	return m.write(key, nil, func(cur mEntry, live bool) (revkv.Op, int, error) {
 		if (modRev == 0 && live) || (modRev != 0 && (!live || cur.rev != int64(modRev))) {
 			return 0, 0, revkv.ErrConflict
 		}
@@ -261,16 +290,20 @@ func (m *model) CompareAndPut(key string, modRev revkv.Revision, v int) (revkv.R
 	})
 }
 
-func (m *model) Delete(key string) (revkv.Revision, error) { return m.write(key, 0, mDelete) }
+func (m *model) Delete(key string) (revkv.Revision, error) { return m.write(key, nil, mDelete) }
 
 func (m *model) Expire(key string, ttl time.Duration) (revkv.Revision, error) {
 	if ttl <= 0 {
 		return 0, revkv.ErrInvalidTTL
 	}
-	return m.write(key, ttl, mKeep)
+	return m.write(key, mTTL(ttl), mKeep)
 }
 
-func (m *model) Persist(key string) (revkv.Revision, error) { return m.write(key, 0, mPersist) }
+func (m *model) ExpireAt(key string, at time.Time) (revkv.Revision, error) {
+	return m.write(key, mAt(at), mKeep)
+}
+
+func (m *model) Persist(key string) (revkv.Revision, error) { return m.write(key, nil, mPersist) }
 
 // ---- latest state ----
 
@@ -599,15 +632,15 @@ func (m *model) Update(fn func(tx *mTxn) error) (rev revkv.Revision, err error) 
 	return revkv.Revision(m.rev()), nil
 }
 
-func (tx *mTxn) write(key string, ttl time.Duration, decide mDecider) error {
+func (tx *mTxn) write(key string, ex mExpiry, decide mDecider) error {
 	if tx.dead {
 		return revkv.ErrClosed
 	}
 	var expiresAt time.Time
-	if ttl != 0 {
-		expiresAt = tx.now.Add(ttl)
-		if ttl < 0 || !expiresAt.After(tx.now) || !expiresAt.After(minNanos) || expiresAt.After(maxNanos) {
-			return revkv.ErrInvalidTTL
+	if ex != nil {
+		var err error
+		if expiresAt, err = ex(tx.now); err != nil {
+			return err
 		}
 	}
 	cur, ok := tx.m.latest(key)
@@ -634,25 +667,31 @@ func (tx *mTxn) Get(key string) (revkv.Entry[int], bool) {
 	return e.public(), true
 }
 
-func (tx *mTxn) Put(key string, v int) error { return tx.write(key, 0, mPut(v)) }
+func (tx *mTxn) Put(key string, v int) error { return tx.write(key, nil, mPut(v)) }
 
 func (tx *mTxn) PutTTL(key string, v int, ttl time.Duration) error {
 	if ttl <= 0 {
 		return revkv.ErrInvalidTTL
 	}
-	return tx.write(key, ttl, mPut(v))
+	return tx.write(key, mTTL(ttl), mPut(v))
 }
 
-func (tx *mTxn) Delete(key string) error { return tx.write(key, 0, mDelete) }
+func (tx *mTxn) PutExpiresAt(key string, v int, at time.Time) error {
+	return tx.write(key, mAt(at), mPut(v))
+}
+
+func (tx *mTxn) Delete(key string) error { return tx.write(key, nil, mDelete) }
 
 func (tx *mTxn) Expire(key string, ttl time.Duration) error {
 	if ttl <= 0 {
 		return revkv.ErrInvalidTTL
 	}
-	return tx.write(key, ttl, mKeep)
+	return tx.write(key, mTTL(ttl), mKeep)
 }
 
-func (tx *mTxn) Persist(key string) error { return tx.write(key, 0, mPersist) }
+func (tx *mTxn) ExpireAt(key string, at time.Time) error { return tx.write(key, mAt(at), mKeep) }
+
+func (tx *mTxn) Persist(key string) error { return tx.write(key, nil, mPersist) }
 
 // Changes lists the model's revisions of keys under prefix in [from, to];
 // ErrCompacted (in an OpError whose Rev is where to restart) if a retained

@@ -288,6 +288,24 @@ func (h *harness) ttl() time.Duration {
 	}
 }
 
+// expiresAt picks an absolute expiry time: mostly a TTL's worth after the
+// clock (which may be behind the store's now), sometimes exactly the store's
+// now, the last instant Unix nanoseconds hold, or one past it.
+func (h *harness) expiresAt() time.Time {
+	switch r := h.rng.Intn(20); {
+	case r == 0:
+		return h.m.now() // not after now: refused
+	case r == 1:
+		return maxNanos
+	case r == 2:
+		return maxNanos.Add(1)
+	case r == 3:
+		return h.m.now().Add(1).In(time.FixedZone("east", 3600)) // its location is not kept
+	default:
+		return h.clock.Now().Add(h.ttl())
+	}
+}
+
 func (h *harness) moveClock() {
 	switch r := h.rng.Intn(20); {
 	case r < 4: // stand still
@@ -366,11 +384,16 @@ func (h *harness) step() {
 		wr, we := h.m.Put(k, v)
 		gr, ge := h.s.Put(k, v)
 		h.writeResult(fmt.Sprintf("Put(%q, %d) at %v", k, v, h.clock.Now()), wr, we, gr, ge)
-	case op < 26:
+	case op < 22:
 		d := h.ttl()
 		wr, we := h.m.PutTTL(k, v, d)
 		gr, ge := h.s.PutTTL(k, v, d)
 		h.writeResult(fmt.Sprintf("PutTTL(%q, %d, %v) at %v", k, v, d, h.clock.Now()), wr, we, gr, ge)
+	case op < 26:
+		at := h.expiresAt()
+		wr, we := h.m.PutExpiresAt(k, v, at)
+		gr, ge := h.s.PutExpiresAt(k, v, at)
+		h.writeResult(fmt.Sprintf("PutExpiresAt(%q, %d, %v) at %v", k, v, at, h.clock.Now()), wr, we, gr, ge)
 	case op < 32:
 		mod := h.rev()
 		if e, ok := h.m.latest(k); ok && h.rng.Intn(2) == 0 {
@@ -383,11 +406,16 @@ func (h *harness) step() {
 		wr, we := h.m.Delete(k)
 		gr, ge := h.s.Delete(k)
 		h.writeResult(fmt.Sprintf("Delete(%q)", k), wr, we, gr, ge)
-	case op < 43:
+	case op < 41:
 		d := h.ttl()
 		wr, we := h.m.Expire(k, d)
 		gr, ge := h.s.Expire(k, d)
 		h.writeResult(fmt.Sprintf("Expire(%q, %v)", k, d), wr, we, gr, ge)
+	case op < 43:
+		at := h.expiresAt()
+		wr, we := h.m.ExpireAt(k, at)
+		gr, ge := h.s.ExpireAt(k, at)
+		h.writeResult(fmt.Sprintf("ExpireAt(%q, %v) at %v", k, at, h.clock.Now()), wr, we, gr, ge)
 	case op < 47:
 		wr, we := h.m.Persist(k)
 		gr, ge := h.s.Persist(k)
@@ -627,14 +655,19 @@ func (h *harness) closeAll() {
 
 // txOp is one call inside an Update the harness issues.
 type txOp struct {
-	kind  int // 0 Put, 1 PutTTL, 2 Delete, 3 Expire, 4 Persist, 5 Get
+	kind  int // 0 Put, 1 PutTTL, 2 Delete, 3 Expire, 4 Persist, 5 Get, 6 PutExpiresAt, 7 ExpireAt
 	key   string
 	value int
 	ttl   time.Duration
+	at    time.Time // 6, 7
 }
 
 func (op txOp) String() string {
-	return fmt.Sprintf("%s(%q, %d, %v)", [...]string{"Put", "PutTTL", "Delete", "Expire", "Persist", "Get"}[op.kind], op.key, op.value, op.ttl)
+	name := [...]string{"Put", "PutTTL", "Delete", "Expire", "Persist", "Get", "PutExpiresAt", "ExpireAt"}[op.kind]
+	if op.kind >= 6 {
+		return fmt.Sprintf("%s(%q, %d, %v)", name, op.key, op.value, op.at)
+	}
+	return fmt.Sprintf("%s(%q, %d, %v)", name, op.key, op.value, op.ttl)
 }
 
 // txWriter is what the model's and the store's transactions have in common.
@@ -644,6 +677,8 @@ type txWriter interface {
 	Delete(string) error
 	Expire(string, time.Duration) error
 	Persist(string) error
+	PutExpiresAt(string, int, time.Time) error
+	ExpireAt(string, time.Time) error
 }
 
 var errAbort = errors.New("abort")
@@ -678,6 +713,10 @@ func runTx(tx txWriter, get func(string) (revkv.Entry[int], bool), ops []txOp, s
 			e, ok := get(op.key)
 			out = append(out, e, ok)
 			continue
+		case 6:
+			err = tx.PutExpiresAt(op.key, op.value, op.at)
+		case 7:
+			err = tx.ExpireAt(op.key, op.at)
 		}
 		out = append(out, errKind(err))
 	}
@@ -707,7 +746,7 @@ func errKind(err error) error {
 func (h *harness) update() {
 	ops := make([]txOp, 1+h.rng.Intn(8))
 	for i := range ops {
-		ops[i] = txOp{kind: h.rng.Intn(6), key: h.key(), value: h.rng.Intn(1000), ttl: h.ttl()}
+		ops[i] = txOp{kind: h.rng.Intn(8), key: h.key(), value: h.rng.Intn(1000), ttl: h.ttl(), at: h.expiresAt()}
 	}
 	how, stop := 0, len(ops)
 	switch r := h.rng.Intn(8); {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/ttl"
 )
 
 // Update runs fn as one atomic, serializable write of any number of keys,
@@ -262,7 +263,7 @@ func (t *Txn[V]) Keys(prefix string) []string {
 
 // Put writes value under key with no TTL, as Store.Put does.
 func (t *Txn[V]) Put(key string, value V) error {
-	return t.write("put", key, "", 0, writeOp[V]{kind: opPut, value: value})
+	return t.write("put", key, "", nil, expiry{}, writeOp[V]{kind: opPut, value: value})
 }
 
 // PutTTL writes value under key until the transaction's time plus ttl, as
@@ -271,12 +272,22 @@ func (t *Txn[V]) PutTTL(key string, value V, ttl time.Duration) error {
 	if ttl <= 0 {
 		return t.fail("put", key, "with ttl", ttl, ErrInvalidTTL)
 	}
-	return t.write("put", key, "with ttl", ttl, writeOp[V]{kind: opPut, value: value})
+	return t.write("put", key, "with ttl", ttl, after(ttl), writeOp[V]{kind: opPut, value: value})
+}
+
+// PutExpiresAt writes value under key until exactly at, as
+// Store.PutExpiresAt does: an at not after the transaction's time is
+// ErrInvalidTTL and writes nothing.
+func (t *Txn[V]) PutExpiresAt(key string, value V, at time.Time) error {
+	if !ttl.Holds(at) {
+		return t.fail("put", key, "expiring at", at, detail(ErrInvalidTTL, "Unix nanoseconds cannot hold the expiry", at))
+	}
+	return t.write("put", key, "expiring at", at, until(at), writeOp[V]{kind: opPut, value: value})
 }
 
 // Delete removes key, as Store.Delete does; ErrNotFound if it is not live.
 func (t *Txn[V]) Delete(key string) error {
-	return t.write("delete", key, "", 0, writeOp[V]{kind: opDelete})
+	return t.write("delete", key, "", nil, expiry{}, writeOp[V]{kind: opDelete})
 }
 
 // Expire gives a live key a new TTL, as Store.Expire does.
@@ -284,12 +295,21 @@ func (t *Txn[V]) Expire(key string, ttl time.Duration) error {
 	if ttl <= 0 {
 		return t.fail("expire", key, "in", ttl, ErrInvalidTTL)
 	}
-	return t.write("expire", key, "in", ttl, writeOp[V]{kind: opKeep})
+	return t.write("expire", key, "in", ttl, after(ttl), writeOp[V]{kind: opKeep})
+}
+
+// ExpireAt gives a live key an expiry at exactly at, as Store.ExpireAt
+// does.
+func (t *Txn[V]) ExpireAt(key string, at time.Time) error {
+	if !ttl.Holds(at) {
+		return t.fail("expire", key, "at", at, detail(ErrInvalidTTL, "Unix nanoseconds cannot hold the expiry", at))
+	}
+	return t.write("expire", key, "at", at, until(at), writeOp[V]{kind: opKeep})
 }
 
 // Persist removes a live key's TTL, as Store.Persist does.
 func (t *Txn[V]) Persist(key string) error {
-	return t.write("persist", key, "", 0, writeOp[V]{kind: opPersist})
+	return t.write("persist", key, "", nil, expiry{}, writeOp[V]{kind: opPersist})
 }
 
 func (t *Txn[V]) fail(op, key, arg string, val any, err error) error {
@@ -299,33 +319,33 @@ func (t *Txn[V]) fail(op, key, arg string, val any, err error) error {
 	return keyErr(op, key, arg, val, err)
 }
 
-// write stages one write: d > 0 gives it a TTL of d from the transaction's
-// time (arg, if not empty, names d in an error); w says what it writes
-// given the key's current entry.
-func (t *Txn[V]) write(op, key, arg string, d time.Duration, w writeOp[V]) error {
+// write stages one write: d, if set, gives it a TTL counted from the
+// transaction's time (arg, if not empty, names val, d's argument, in an
+// error); w says what it writes given the key's current entry.
+func (t *Txn[V]) write(op, key, arg string, val any, d expiry, w writeOp[V]) error {
 	tx := t.b
 	if tx == nil {
-		return t.fail(op, key, arg, d, ErrClosed)
+		return t.fail(op, key, arg, val, ErrClosed)
 	}
 	var expires int64
-	if d > 0 {
-		at, err := expiryOf(tx.now, d)
+	if d.set() {
+		at, err := d.of(tx.now)
 		if err != nil {
-			return t.fail(op, key, arg, d, err)
+			return t.fail(op, key, arg, val, err)
 		}
 		expires = at
 	}
 	cur, live, kl, prev := tx.current(key)
 	opv, value, err := w.decide(cur, live)
 	if err != nil {
-		return t.fail(op, key, arg, d, err)
+		return t.fail(op, key, arg, val, err)
 	}
 	// Written in place at the end of the buffer, not built and copied in.
 	n := len(tx.changes)
 	tx.changes = append(tx.changes, change[V]{key: key, kl: kl, prev: prev})
 	c := &tx.changes[n]
 	c.e.Op, c.e.Value = opv, value
-	c.e.Expires, c.e.HasTTL = expires, d > 0
+	c.e.Expires, c.e.HasTTL = expires, d.set()
 	c.e.Rev = tx.base + int64(n) + 1 // for GetEntry; commit sets it again
 	switch n := len(tx.changes); {
 	case n == txScan+1:

@@ -13,7 +13,7 @@ import (
 // Redis SET does) and returns the revision it committed. Any expiry due by now
 // is written to history first (see PurgeExpired).
 func (s *Store[V]) Put(key string, value V) (Revision, error) {
-	rev, _, err := s.write(key, 0, writeOp[V]{kind: opPut, value: value})
+	rev, _, err := s.write(key, expiry{}, writeOp[V]{kind: opPut, value: value})
 	if err != nil {
 		return 0, keyErr("put", key, "", nil, err)
 	}
@@ -33,6 +33,19 @@ func (s *Store[V]) PutTTL(key string, value V, ttl time.Duration) (Revision, err
 	return rev, nil
 }
 
+// PutExpiresAt stores value under key until exactly at, to the nanosecond:
+// it writes as PutTTL does, with the entry's ExpiresAt == at (in the
+// location of the write's time). An at not after the write's time, or past
+// what Unix nanoseconds hold, is ErrInvalidTTL and writes nothing; a caller
+// that wants Redis's "a past time deletes the key" calls Delete.
+func (s *Store[V]) PutExpiresAt(key string, value V, at time.Time) (Revision, error) {
+	rev, _, err := s.writeAt(key, at, writeOp[V]{kind: opPut, value: value})
+	if err != nil {
+		return 0, keyErr("put", key, "expiring at", at, err)
+	}
+	return rev, nil
+}
+
 // CompareAndPut writes value (with no TTL, like Put) only if key's live entry
 // was made at revision modRev; modRev 0 means the key must be missing, deleted
 // or expired. Otherwise it returns ErrConflict and writes nothing (a negative
@@ -45,7 +58,7 @@ func (s *Store[V]) CompareAndPut(key string, modRev Revision, value V) (Revision
 		e.Rev = s.currentRev(key)
 		return 0, e
 	}
-	rev, cur, err := s.write(key, 0, writeOp[V]{kind: opCompareAndPut, value: value, modRev: int64(modRev)})
+	rev, cur, err := s.write(key, expiry{}, writeOp[V]{kind: opCompareAndPut, value: value, modRev: int64(modRev)})
 	if err != nil {
 		e := keyErr("compare-and-put", key, "", nil, err)
 		e.Rev = Revision(cur)
@@ -57,7 +70,7 @@ func (s *Store[V]) CompareAndPut(key string, modRev Revision, value V) (Revision
 // Delete removes key, writing an OpDelete entry. A missing or expired key is
 // ErrNotFound and writes nothing (but expiries due are written first).
 func (s *Store[V]) Delete(key string) (Revision, error) {
-	rev, _, err := s.write(key, 0, writeOp[V]{kind: opDelete})
+	rev, _, err := s.write(key, expiry{}, writeOp[V]{kind: opDelete})
 	if err != nil {
 		return 0, keyErr("delete", key, "", nil, err)
 	}
@@ -75,11 +88,24 @@ func (s *Store[V]) Expire(key string, ttl time.Duration) (Revision, error) {
 	return rev, nil
 }
 
+// ExpireAt gives a live key an expiry at exactly at, as Expire does with a
+// TTL: a new OpPut revision carrying the same value, with ExpiresAt == at.
+// An at not after the write's time, or past what Unix nanoseconds hold, is
+// ErrInvalidTTL (nothing is written); a missing or expired key is
+// ErrNotFound.
+func (s *Store[V]) ExpireAt(key string, at time.Time) (Revision, error) {
+	rev, _, err := s.writeAt(key, at, writeOp[V]{kind: opKeep})
+	if err != nil {
+		return 0, keyErr("expire", key, "at", at, err)
+	}
+	return rev, nil
+}
+
 // Persist removes a live key's TTL, as a new OpPut revision carrying the same
 // value. A missing or expired key is ErrNotFound; a key without a TTL is
 // ErrNoTTL.
 func (s *Store[V]) Persist(key string) (Revision, error) {
-	rev, _, err := s.write(key, 0, writeOp[V]{kind: opPersist})
+	rev, _, err := s.write(key, expiry{}, writeOp[V]{kind: opPersist})
 	if err != nil {
 		return 0, keyErr("persist", key, "", nil, err)
 	}
@@ -139,32 +165,54 @@ func (o *writeOp[V]) decide(cur revlog.Entry[V], live bool) (revlog.Op, V, error
 	return revlog.Put, cur.Value, nil
 }
 
-// expiryOf returns the expiry time, in Unix nanoseconds, of a TTL d set at
-// now, or ErrInvalidTTL naming the refused expiry.
-func expiryOf(now time.Time, d time.Duration) (int64, error) {
-	at, ok := ttl.ExpiryTime(now, d)
+// expiry is the TTL a write call sets: none (the zero value), d after the
+// write's time, or at an absolute instant. Which instant d gives, and
+// whether at is after the write's time, is known only under the write
+// lock, so it travels with the write as data.
+type expiry struct {
+	d   time.Duration // > 0: the write's time + d
+	at  int64         // if abs: Unix nanoseconds (the caller checked they hold it)
+	abs bool
+}
+
+func after(d time.Duration) expiry { return expiry{d: d} }
+func until(at time.Time) expiry    { return expiry{at: at.UnixNano(), abs: true} }
+
+// set reports whether the write sets a TTL.
+func (x *expiry) set() bool { return x.d > 0 || x.abs }
+
+// of returns the expiry time, in Unix nanoseconds, of the TTL set by a
+// write at now, or ErrInvalidTTL naming the refused expiry.
+func (x *expiry) of(now time.Time) (int64, error) {
+	if x.abs {
+		if _, ok := ttl.ExpiryAt(now, time.Unix(0, x.at)); !ok {
+			return 0, detail(ErrInvalidTTL, "the expiry is not after the write's time", now)
+		}
+		return x.at, nil
+	}
+	at, ok := ttl.ExpiryTime(now, x.d)
 	if !ok {
-		if d <= 0 {
+		if x.d <= 0 {
 			return 0, ErrInvalidTTL
 		}
-		return 0, detail(ErrInvalidTTL, "Unix nanoseconds cannot hold the expiry", now.Add(d))
+		return 0, detail(ErrInvalidTTL, "Unix nanoseconds cannot hold the expiry", now.Add(x.d))
 	}
 	return at.UnixNano(), nil
 }
 
 // write is every write call of the store: under the write lock it takes
-// now, checks the TTL (d > 0 gives the entry ExpiresAt = now+d) against it,
-// materialises the expiries due, asks op what to write, and commits that as
-// the next revision: the one-write case of what Update commits. It returns
-// the key's current revision too, for a conflict's error. A store on a
+// now, checks the TTL d sets (if any) against it, materialises the
+// expiries due, asks op what to write, and commits that as the next
+// revision: the one-write case of what Update commits. It returns the
+// key's current revision too, for a conflict's error. A store on a
 // directory runs it as a request of a drain.
-func (s *state[V]) write(key string, d time.Duration, op writeOp[V]) (Revision, int64, error) {
+func (s *state[V]) write(key string, d expiry, op writeOp[V]) (Revision, int64, error) {
 	if s.d != nil {
 		if s.d.async {
 			var rev Revision
 			var cur int64
 			var err error
-			if ferr := s.writeAsync(func() { rev, cur, err = s.writeLocked(key, d, &op) }); ferr != nil {
+			if ferr := s.writeAsync(func() { rev, cur, err = s.writeLocked(key, &d, &op) }); ferr != nil {
 				return 0, 0, ferr
 			}
 			return rev, cur, err
@@ -175,18 +223,18 @@ func (s *state[V]) write(key string, d time.Duration, op writeOp[V]) (Revision, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.writeLocked(key, d, &op)
+	return s.writeLocked(key, &d, &op)
 }
 
 // writeLocked is write under the write lock.
-func (s *state[V]) writeLocked(key string, d time.Duration, op *writeOp[V]) (Revision, int64, error) {
+func (s *state[V]) writeLocked(key string, d *expiry, op *writeOp[V]) (Revision, int64, error) {
 	if s.closed {
 		return 0, 0, ErrClosed
 	}
 	now := s.order.WriterNow()
 	var c change[V]
-	if d > 0 {
-		at, err := expiryOf(now, d)
+	if d.set() {
+		at, err := d.of(now)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -218,7 +266,17 @@ func (s *state[V]) writeTTL(key string, ttl time.Duration, op writeOp[V]) (Revis
 	if ttl <= 0 {
 		return 0, 0, ErrInvalidTTL
 	}
-	return s.write(key, ttl, op)
+	return s.write(key, after(ttl), op)
+}
+
+// writeAt is write for a call that sets an expiry at an absolute time: one
+// that Unix nanoseconds cannot hold is ErrInvalidTTL before anything else
+// is written; whether it is after the write's time is known under the lock.
+func (s *state[V]) writeAt(key string, at time.Time, op writeOp[V]) (Revision, int64, error) {
+	if !ttl.Holds(at) {
+		return 0, 0, detail(ErrInvalidTTL, "Unix nanoseconds cannot hold the expiry", at)
+	}
+	return s.write(key, until(at), op)
 }
 
 // newest returns kl's newest entry and whether it is live, for a caller

@@ -123,5 +123,19 @@ func ExpiryTime(now time.Time, d time.Duration) (time.Time, bool) {
 	return at, true
 }
 
+// ExpiryAt returns at for an expiry set at now, or false when at is not
+// after now or falls outside what Unix nanoseconds can hold, as ExpiryTime
+// decides for now+d.
+func ExpiryAt(now, at time.Time) (time.Time, bool) {
+	if !at.After(now) || !at.After(lowest) || at.After(maxTime) {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// Holds reports whether an expiry at at can be kept at all, whatever the
+// time of the write that sets it: whether Unix nanoseconds hold it.
+func Holds(at time.Time) bool { return at.After(lowest) && !at.After(maxTime) }
+
 // lowest is the highest instant ExpiryTime refuses on the low side.
 var lowest = time.Unix(0, math.MinInt64+1)
