@@ -28,7 +28,9 @@ const noPin = math.MaxInt64 // oldestPin when no view is open
 // The memory of entries not needed for reads at rev or later is freed before
 // it returns, except what open Views need (freed by the first Trim, trimmer
 // pass or Compact to a higher revision after they close). A key whose only
-// remaining entry would be a tombstone at or below rev disappears. rev > Rev()
+// remaining entry would be a tombstone below rev disappears; one whose
+// tombstone is at rev itself stays until a compaction above rev, so that a
+// Watch or Changes from rev (from Floor) still finds it. rev > Rev()
 // is ErrFutureRevision; rev at or below the last compaction is a no-op. It
 // walks every key, taking the write lock for one key at a time.
 //
@@ -164,15 +166,16 @@ func (s *state[V]) upkeepKeyLocked(kl *keyLog[V]) int {
 }
 
 // compactKeyLocked drops kl's entries that neither the last compaction nor
-// the oldest open view needs, and removes the key if only a tombstone at or
-// below that point would remain.
+// the oldest open view needs, and removes the key if only a tombstone
+// below that point would remain. A tombstone at that point stays: a watch
+// from Floor must yield it.
 func (s *state[V]) compactKeyLocked(kl *keyLog[V]) int {
 	cut := min(s.compactRev, s.oldestPin)
 	last, ok := kl.log.Last()
 	if cut <= 0 || !ok {
 		return 0 // nothing compacted, or a log already removed
 	}
-	if last.Op != revlog.Put && last.Rev <= cut {
+	if last.Op != revlog.Put && last.Rev < cut {
 		// Remove before emptying: a reader that still holds kl finds an
 		// empty log, which answers Absent, and that is the key's state at
 		// every revision from cut on.

@@ -120,7 +120,9 @@
 // as it becomes visible, with no gap and nothing twice. Both are pull-based
 // iterators: no goroutine, no buffer; a slow consumer reads history at its
 // own pace and never holds writers back. An entry no longer in history is
-// ErrCompacted, naming where to start instead, never a silent skip.
+// ErrCompacted, naming where to start instead, never a silent skip; a watch
+// from there does not fail again, and one from Floor does not fail, also
+// right after Open.
 // Expiries are entries too: with WithExpiryInterval(d) they arrive within
 // about d of their time. Each wake-up of a watch costs O(keys under its
 // prefix).
@@ -161,6 +163,12 @@
 //   - Delete, Expire and Persist of a missing, deleted or expired key return
 //     ErrNotFound and take no revision.
 //   - Compact at or below the last compaction, or at rev <= 0, is a no-op.
+//   - Compact(rev) removes a deleted or expired key when its tombstone is
+//     below rev; a tombstone at rev itself stays until a compaction above
+//     it, so that a watch from Floor (rev) can still yield it.
+//   - PutExpiresAt and ExpireAt take the instant itself (Redis's EXAT,
+//     PXAT, EXPIREAT, PEXPIREAT): ExpiresAt is exactly it. One not after
+//     the write's time is ErrInvalidTTL, not a delete as in Redis.
 //   - Any string is a key, the empty string included.
 //   - An Update whose function writes nothing takes no revision and returns
 //     Rev(); the expiries due are written before it all the same.

@@ -168,10 +168,11 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 		}
 		return fail(err)
 	}
-	// The keys compactions removed before this Open are not known: a
-	// Changes from at or below the last compaction is ErrCompacted.
-	st.removals, st.removedFloor = nil, st.compactRev
-	st.removedMax.Store(st.compactRev)
+	// The keys compactions removed before this Open are not known, but
+	// their tombstones were below the last compaction (compactKeyLocked): a
+	// Changes from below it is ErrCompacted, one from it (Floor) is not.
+	st.removals, st.removedFloor = nil, max(st.compactRev-1, 0)
+	st.removedMax.Store(st.removedFloor)
 	return st.start(), nil
 }
 

@@ -53,7 +53,7 @@ func TestCompactBelowFloorKeepsTimeReads(t *testing.T) {
 	require.ErrorIs(t, err, revkv.ErrCompacted)
 }
 
-// TestCompactBelowFloorCountsRemovedKeys: a key the compaction removes (its
+// TestCompactBelowFloorCountsRemovedKeys: a key the compaction empties (its
 // tombstone is at or below rev) must not read as "not found" at a time when
 // it held a value. Here rev's own time is gone and the newest entry visible
 // at rev is that tombstone, so the compaction's time is the tombstone's.
@@ -78,10 +78,18 @@ func TestCompactBelowFloorCountsRemovedKeys(t *testing.T) {
 	require.Greater(t, s.Floor(), del)
 
 	require.NoError(t, s.Compact(del))
-	require.Nil(t, s.History("gone"), "the compaction removed the deleted key")
+	h := s.History("gone")
+	require.Len(t, h, 1, "a tombstone at the compaction's revision stays, for a watch from there")
+	require.Equal(t, del, h[0].Rev)
 	_, _, err = s.GetAsOf("gone", deletedAt.Add(-time.Nanosecond))
 	require.ErrorIs(t, err, revkv.ErrCompacted, "it held a value then: not known any more")
 	_, ok, err := s.GetAsOf("gone", deletedAt)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	require.NoError(t, s.Compact(del+1))
+	require.Nil(t, s.History("gone"), "a compaction above the tombstone removes the key")
+	_, ok, err = s.GetAsOf("gone", c.Now())
 	require.NoError(t, err)
 	require.False(t, ok)
 }

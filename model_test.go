@@ -50,7 +50,8 @@ type model struct {
 
 	compactRev int64
 	// removedFloor is the store's: at Open it forgets which keys earlier
-	// compactions removed, and Changes from at or below it is ErrCompacted.
+	// compactions removed (their tombstones were below compactRev), and
+	// Changes from at or below it is ErrCompacted.
 	removedFloor int64
 	compactTime  time.Time
 	trimFloor    int64
@@ -540,7 +541,7 @@ func (m *model) cut(key string) int {
 	switch {
 	case i < 0:
 		return 0
-	case i == len(ret)-1 && m.at(ret[i]).op != revkv.OpPut:
+	case i == len(ret)-1 && m.at(ret[i]).op != revkv.OpPut && ret[i] < p:
 		m.from[key], m.lo[key] = m.rev()+1, 0
 		return len(ret)
 	case i > 0:

@@ -24,8 +24,11 @@ import (
 // under the prefix whose log was trimmed at or above from, and one that a
 // compaction removed whose last entry (its tombstone) was at or above from.
 // The store remembers the last 16,384 keys compactions removed, and none
-// from before Open: where it does not know, a compaction at or above from
-// counts as such a case.
+// from before Open: where it does not know, a compaction above from counts
+// as such a case (a compaction removes only keys whose tombstone is below
+// it). The error's text names the revision to restart from, too. A
+// Changes or Watch from that revision, with nothing compacted or trimmed
+// in between, does not fail again, and one from Floor does not fail.
 //
 // It pins nothing: entries trimmed while it runs are reported as
 // ErrCompacted when it reaches them. Starting costs O(keys under the
@@ -240,7 +243,7 @@ func (s *state[V]) changesMerge(prefix string, from, to int64, yield func(Entry[
 		heap.Push(&cs, n)
 	}
 	if restart > 0 {
-		err := keyErr("changes under", prefix, "from", Revision(from), ErrCompacted)
+		err := keyErr("changes under", prefix, "from", Revision(from), detail(ErrCompacted, "restart from revision", restart))
 		err.Rev = Revision(restart)
 		yield(Entry[V]{}, err)
 		return false

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/vfs"
 )
 
 // watchUntil collects a watch's entries until one of key end, or an error.
@@ -303,4 +304,81 @@ func TestWatchBadInput(t *testing.T) {
 	}
 	require.Equal(t, []revkv.Revision{5, 6, 7}, revs)
 	require.ErrorIs(t, last, revkv.ErrClosed)
+}
+
+// TestWatchFollowsItsAdvice: over random histories of puts and deletes with
+// compactions (some at a delete's revision), count trims and reopens, a
+// watch from Floor() never fails, and a watch from anywhere that fails with
+// ErrCompacted names a revision from which a watch, with nothing compacted
+// or trimmed in between, does not fail again: a consumer that follows the
+// advice never loops (contract §9.3).
+func TestWatchFollowsItsAdvice(t *testing.T) {
+	seeds := int64(25)
+	if testing.Short() {
+		seeds = 8
+	}
+	for seed := range seeds {
+		rng := rand.New(rand.NewSource(seed))
+		opts := []revkv.Option{revkv.WithFS(vfs.NewMem())}
+		if seed%2 == 0 {
+			opts = append(opts, revkv.WithMaxHistory(1+rng.Intn(3)))
+		}
+		open := func() *revkv.Store[string] {
+			s, err := revkv.Open("/d", revkv.StringCodec(), opts...)
+			require.NoError(t, err)
+			return s
+		}
+		s := open()
+		var dels []revkv.Revision
+		for step := range 150 {
+			k := fmt.Sprint("k", rng.Intn(6))
+			switch r := rng.Intn(20); {
+			case r < 10:
+				_, err := s.Put(k, "v")
+				require.NoError(t, err)
+			case r < 14:
+				if rev, err := s.Delete(k); err == nil {
+					dels = append(dels, rev)
+				}
+			case r < 16 && len(dels) > 0: // at a delete: its tombstone is at the compaction
+				require.NoError(t, s.Compact(dels[rng.Intn(len(dels))]))
+			case r < 17 && s.Rev() > 0:
+				require.NoError(t, s.Compact(revkv.Revision(1+rng.Int63n(int64(s.Rev())))))
+			case r < 18:
+				s.Trim()
+			case r < 19:
+				require.NoError(t, s.Close())
+				s = open()
+			}
+			what := fmt.Sprintf("seed %d step %d", seed, step)
+			if s.Rev() == 0 {
+				continue
+			}
+			require.NoError(t, watchToHead(s, max(s.Floor(), 1)), "%s: a watch from Floor %d", what, s.Floor())
+			for from := revkv.Revision(1); from <= s.Rev(); from++ {
+				var oe *revkv.OpError
+				if err := watchToHead(s, from); errors.As(err, &oe) {
+					require.ErrorIs(t, err, revkv.ErrCompacted)
+					require.Contains(t, err.Error(), fmt.Sprint("restart from revision ", oe.Rev), "the text names the restart revision")
+					require.NoError(t, watchToHead(s, oe.Rev), "%s: from %d: %v; again from the revision it named", what, from, err)
+				}
+			}
+		}
+		require.NoError(t, s.Close())
+	}
+}
+
+// watchToHead watches every key from from up to the store's latest
+// revision and returns the error the watch yielded, if any.
+func watchToHead(s *revkv.Store[string], from revkv.Revision) error {
+	head := s.Rev()
+	if from > head {
+		return nil
+	}
+	for e, err := range s.Watch(context.Background(), "", from) {
+		if err != nil || e.Rev >= head {
+			return err
+		}
+	}
+	return nil
 }

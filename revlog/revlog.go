@@ -244,15 +244,16 @@ func (l *Log[V]) indexAt(rev int64) int {
 
 // CutBefore drops every entry not needed to answer reads at revisions >= rev:
 // it keeps the entry visible at rev and all newer ones. If what is left is a
-// single tombstone at or below rev, it is dropped too and empty is true: the
-// key no longer needs to exist, and the log is as new (every read Absent).
-// Returns the number of entries dropped. O(n).
+// single tombstone below rev, it is dropped too and empty is true: the key
+// no longer needs to exist, and the log is as new (every read Absent). A
+// tombstone at rev itself stays: a follower of changes from rev must still
+// be able to read it. Returns the number of entries dropped. O(n).
 func (l *Log[V]) CutBefore(rev int64) (dropped int, empty bool) {
 	i := l.indexAt(rev)
 	if i < 0 {
 		return 0, false
 	}
-	if i == len(l.entries)-1 && l.entries[i].Op != Put {
+	if i == len(l.entries)-1 && l.entries[i].Op != Put && l.entries[i].Rev < rev {
 		n := len(l.entries)
 		l.dropped = max(l.dropped, l.entries[i].Rev) // a reader still holding the log sees the loss
 		l.entries, l.revs, l.trimmed = nil, nil, false

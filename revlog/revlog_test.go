@@ -121,10 +121,11 @@ func TestCutBefore(t *testing.T) {
 		{"at the first", []Entry[string]{put(3, 1, "a"), put(5, 2, "b")}, 3, 0, false, []int64{3, 5}, 0},
 		{"keeps the visible one", []Entry[string]{put(3, 1, "a"), put(5, 2, "b"), put(8, 3, "c")}, 7, 1, false, []int64{5, 8}, 5},
 		{"above everything", []Entry[string]{put(3, 1, "a"), put(5, 2, "b")}, 9, 1, false, []int64{5}, 5},
-		{"lone tombstone at rev", []Entry[string]{put(3, 1, "a"), del(5, 2)}, 5, 2, true, nil, 0},
+		{"lone tombstone below rev", []Entry[string]{put(3, 1, "a"), del(5, 2)}, 6, 2, true, nil, 0},
+		{"lone tombstone at rev stays", []Entry[string]{put(3, 1, "a"), del(5, 2)}, 5, 1, false, []int64{5}, 5},
 		{"tombstone then a put", []Entry[string]{put(3, 1, "a"), del(5, 2), put(8, 3, "c")}, 6, 1, false, []int64{5, 8}, 5},
 		{"tombstone above rev", []Entry[string]{put(3, 1, "a"), del(5, 2)}, 4, 0, false, []int64{3, 5}, 0},
-		{"expire entry is a tombstone", []Entry[string]{put(3, 1, "a"), entry(5, at(2), Expire, "", nil)}, 5, 2, true, nil, 0},
+		{"expire entry is a tombstone", []Entry[string]{put(3, 1, "a"), entry(5, at(2), Expire, "", nil)}, 7, 2, true, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := logOf(tc.log...)
