@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -171,7 +172,19 @@ func dirSize(b *testing.B, dir string) int64 {
 	return n
 }
 
-var diskRevs = flag.Int("disk-revs", 1_000_000, "revisions BenchmarkDiskOpen writes (a multiple of 1,000)")
+var (
+	diskRevs = flag.Int("disk-revs", 1_000_000, "revisions BenchmarkDiskOpen writes (a multiple of 1,000)")
+	coldOpen = flag.Bool("cold", false, "BenchmarkDiskOpen drops the page cache before each Open (Linux, as root)")
+)
+
+// dropCaches writes the dirty pages back and drops the page cache, so that
+// an Open reads its files from the disk, as after a reboot.
+func dropCaches(b *testing.B) {
+	syscall.Sync()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0o200); err != nil {
+		b.Fatalf("-cold needs to drop the page cache: %v", err)
+	}
+}
 
 // BenchmarkDiskOpen writes 1,000,000 revisions (-disk-revs) (64-byte values over
 // 100,000 keys, in batches of 1,000, without a sync per batch) to each
@@ -180,7 +193,7 @@ var diskRevs = flag.Int("disk-revs", 1_000_000, "revisions BenchmarkDiskOpen wri
 // log into memory; bbolt, Badger and pebble open their files and read one
 // key). Every store keeps only the newest value of a key but revkv, which
 // keeps every revision: its bytes hold the whole history. Run with
-// -benchtime=1x.
+// -benchtime=1x. With -cold, each Open starts with an empty page cache.
 func BenchmarkDiskOpen(b *testing.B) {
 	const keys, batch = 100_000, 1000
 	revs := *diskRevs
@@ -270,6 +283,11 @@ func BenchmarkDiskOpen(b *testing.B) {
 			size := dirSize(b, dir)
 			b.ResetTimer()
 			for range b.N {
+				if *coldOpen {
+					b.StopTimer()
+					dropCaches(b)
+					b.StartTimer()
+				}
 				closeIt := open()
 				b.StopTimer()
 				closeIt()
