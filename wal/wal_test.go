@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -387,4 +388,66 @@ func FuzzReplay(f *testing.F) {
 		}
 		require.LessOrEqual(t, tail.Size, int64(len(data)))
 	})
+}
+
+// TestDamagedLengthIsCorrupt flips each bit of each record's length in a
+// log of four segments, the last of four records. Before the last record of the last segment that
+// is a *Corruption at the record, whether the length now runs past the end
+// of the file, falls short of the record, or cannot be a record's: the
+// whole records after it say it is no torn write. In the last record it
+// is a torn tail, and Replay gives every record before it. With -short,
+// one bit in three.
+func TestDamagedLengthIsCorrupt(t *testing.T) {
+	base := t.TempDir()
+	want := writeLog(t, base, 12)
+	_, tail, err := replayAll(base)
+	require.NoError(t, err)
+	w, err := OpenWriter(vfs.OS, base, tail, 13) // four more in the last segment
+	require.NoError(t, err)
+	for rev := int64(13); rev <= 16; rev++ {
+		p := AppendBatch(nil, testBatch(rev, 1))
+		require.NoError(t, w.Append(KindBatch, p, rev+1))
+		want = append(want, p)
+	}
+	require.NoError(t, w.Close())
+	segs, _ := Segments(vfs.OS, base)
+	require.Greater(t, len(segs), 2)
+	n := 0 // records in the segments before
+	for si, first := range segs {
+		name := SegmentName(first)
+		full, err := os.ReadFile(filepath.Join(base, name))
+		require.NoError(t, err)
+		var offs []int
+		for off := headerSize; off < len(full); off += FrameSize(int(binary.LittleEndian.Uint32(full[off:]))) {
+			offs = append(offs, off)
+		}
+		for i, off := range offs {
+			for bit := range 32 {
+				if testing.Short() && bit%3 != 0 {
+					continue
+				}
+				dir := t.TempDir()
+				copyDir(t, base, dir)
+				path := filepath.Join(dir, name)
+				b := bytes.Clone(full)
+				b[off+bit/8] ^= 1 << (bit % 8)
+				require.NoError(t, os.WriteFile(path, b, 0o644))
+				got, tail, err := replayAll(dir)
+				what := fmt.Sprintf("segment %d, record %d, bit %d", si, i, bit)
+				if si == len(segs)-1 && i == len(offs)-1 {
+					require.NoError(t, err, what)
+					require.True(t, tail.Torn, what)
+					require.Equal(t, want[:len(want)-1], got, what)
+					continue
+				}
+				var c *Corruption
+				require.ErrorAs(t, err, &c, what)
+				require.Equal(t, path, c.File, what)
+				require.Equal(t, int64(off), c.Offset, what)
+				after, _ := os.ReadFile(path)
+				require.Equal(t, b, after, "%s: nothing on disk changed", what)
+			}
+		}
+		n += len(offs)
+	}
 }
