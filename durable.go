@@ -164,7 +164,7 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 		lock.Close()
 		var c *wal.Corruption
 		if errors.As(err, &c) {
-			err = detail(ErrCorrupt, "", c)
+			err = corruption(c)
 		}
 		return fail(err)
 	}

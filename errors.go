@@ -115,5 +115,10 @@ type detailed struct {
 	val any
 }
 
-func (d *detailed) Error() string { return fmt.Sprint(d.err.Error(), " (", d.why, " ", d.val, ")") }
+func (d *detailed) Error() string {
+	if d.why == "" {
+		return fmt.Sprint(d.err.Error(), " (", d.val, ")")
+	}
+	return fmt.Sprint(d.err.Error(), " (", d.why, " ", d.val, ")")
+}
 func (d *detailed) Unwrap() error { return d.err }

@@ -46,6 +46,13 @@ func (s *state[V]) recover() (wal.Tail, error) {
 	return s.replayLog(from)
 }
 
+// corruption is ErrCorrupt saying where and why, for Open's error:
+//
+//	revkv: open "db": corrupt data (db/0000000000000001.log at offset 1893: checksum mismatch)
+func corruption(c *wal.Corruption) error {
+	return detail(ErrCorrupt, "", fmt.Sprintf("%s at offset %d: %s", c.File, c.Offset, c.Why))
+}
+
 // logShare returns the size of the log after the snapshot of revision at
 // over the snapshot's, at most 1: about how much the snapshot's keys will
 // grow as the log is replayed, if its writes fall on them as the
