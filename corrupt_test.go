@@ -35,7 +35,7 @@ type damageBase struct {
 // Update of three keys every fifth write, each value naming its batch's
 // first revision), with a checkpoint after ckpt of them if ckpt > 0, and
 // closes the store.
-func newDamageBase(t *testing.T, revs, ckpt int64) *damageBase {
+func newDamageBase(t testing.TB, revs, ckpt int64) *damageBase {
 	m := vfs.NewMem()
 	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
 	require.NoError(t, err)
@@ -112,7 +112,8 @@ func firstDiff(a, b []byte) int {
 }
 
 // openDamaged replaces file by data in a copy of base's directory and
-// opens it. It returns the store's revision, or the error, which must be
+// opens it. It returns the store's revision, after checking the store
+// (Check) and its history (checkCrashHistory), or the error, which must be
 // ErrCorrupt; then no file of the directory has changed.
 func openDamaged(t *testing.T, m *vfs.Mem, file string, data []byte) (int64, error) {
 	t.Helper()
@@ -126,6 +127,7 @@ func openDamaged(t *testing.T, m *vfs.Mem, file string, data []byte) (int64, err
 		return 0, err
 	}
 	defer s.Close()
+	require.NoError(t, s.Check())
 	checkCrashHistory(t, s)
 	return int64(s.Rev()), nil
 }
