@@ -360,3 +360,59 @@ func TestCorruptSnapshot(t *testing.T) {
 	}
 	t.Logf("%d flips of a %d-byte snapshot", n, len(snap))
 }
+
+// TestRepair: WithRepair opens a damaged log to the revisions before the
+// first damaged record, moves the bytes cut aside (nothing is deleted),
+// and the store goes on from there; without it the same directory is
+// ErrCorrupt. A damaged snapshot is ErrCorrupt with it too.
+func TestRepair(t *testing.T) {
+	b := newDamageBase(t, 90, 30)
+	i := len(b.recs) / 2
+	data := slices.Clone(b.log)
+	data[b.recs[i]+1] ^= 0x10 // the length runs past the end of the file
+	_, err := openDamaged(t, b.m, b.seg, data)
+	requireCorruptAt(t, err, b.seg, b.recs[i], "without WithRepair")
+
+	c := b.m.Crash(nil)
+	c.WriteFile(b.seg, data)
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithRepair())
+	require.NoError(t, err)
+	require.Equal(t, revkv.Revision(b.revBefore(i)), s.Rev())
+	checkCrashHistory(t, s)
+	require.NoError(t, s.Check())
+	require.Equal(t, data[b.recs[i]:], c.Bytes(b.seg+".damaged"), "the bytes cut are kept")
+	require.Equal(t, data[:b.recs[i]], c.Bytes(b.seg)[:b.recs[i]])
+	for r := int64(s.Rev()) + 1; r <= b.rev; r++ { // write the lost revisions again
+		_, err := s.Put(crashKey(r), fmt.Sprint(r))
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+	s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c.Crash(nil)))
+	require.NoError(t, err, "the repaired log opens without WithRepair")
+	require.Equal(t, revkv.Revision(b.rev), s.Rev())
+	checkCrashHistory(t, s)
+	require.NoError(t, s.Close())
+
+	// A second repair of the same segment keeps the first one's file.
+	c = c.Crash(nil)
+	log := c.Bytes(b.seg)
+	data = slices.Clone(log)
+	data[b.recs[i]+2] ^= 0x01
+	c.WriteFile(b.seg, data)
+	s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithRepair())
+	require.NoError(t, err)
+	require.Equal(t, revkv.Revision(b.revBefore(i)), s.Rev())
+	require.NoError(t, s.Close())
+	require.Equal(t, data[b.recs[i]:], c.Bytes(b.seg+".damaged-2"))
+	require.NotNil(t, c.Bytes(b.seg+".damaged"))
+
+	name := "/db/" + wal.SnapshotName(b.snap)
+	snap := slices.Clone(b.m.Bytes(name))
+	snap[40] ^= 1
+	c = b.m.Crash(nil)
+	c.WriteFile(name, snap)
+	before := dirBytes(t, c)
+	_, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithRepair())
+	require.ErrorIs(t, err, revkv.ErrCorrupt, "a damaged snapshot")
+	require.Equal(t, before, dirBytes(t, c))
+}

@@ -451,3 +451,49 @@ func TestDamagedLengthIsCorrupt(t *testing.T) {
 		n += len(offs)
 	}
 }
+
+// TestCutLog: cutting a log of several segments at a damaged record keeps
+// the records before it, moves the rest of its segment and every later
+// segment aside, and a writer goes on after it.
+func TestCutLog(t *testing.T) {
+	dir := t.TempDir()
+	want := writeLog(t, dir, 12)
+	segs, _ := Segments(vfs.OS, dir)
+	require.Greater(t, len(segs), 2)
+	name := filepath.Join(dir, SegmentName(segs[1]))
+	b, _ := os.ReadFile(name)
+	off := headerSize + len(frameOf(want[segs[1]-1])) // its second record
+	b[off+5] ^= 1
+	require.NoError(t, os.WriteFile(name, b, 0o644))
+	_, _, err := replayAll(dir)
+	var c *Corruption
+	require.ErrorAs(t, err, &c)
+	require.Equal(t, int64(off), c.Offset)
+
+	tail, err := CutLog(vfs.OS, dir, c)
+	require.NoError(t, err)
+	require.Equal(t, Tail{Segment: segs[1], Size: int64(off)}, tail)
+	left, _ := Segments(vfs.OS, dir)
+	require.Equal(t, segs[:2], left)
+	aside, _ := os.ReadFile(name + ".damaged")
+	require.Equal(t, b[off:], aside)
+	for _, s := range segs[2:] {
+		_, err := os.Stat(filepath.Join(dir, SegmentName(s)+".damaged"))
+		require.NoError(t, err, "segment %d moved aside", s)
+	}
+	kept := int(segs[1]) // the records of revisions 1..segs[1]
+	got, _, err := replayAll(dir)
+	require.NoError(t, err)
+	require.Equal(t, want[:kept], got)
+
+	w, err := OpenWriter(vfs.OS, dir, tail, int64(kept)+1)
+	require.NoError(t, err)
+	require.NoError(t, w.Append(KindBatch, want[kept], int64(kept)+2))
+	require.NoError(t, w.Close())
+	got, _, err = replayAll(dir)
+	require.NoError(t, err)
+	require.Equal(t, want[:kept+1], got)
+
+	_, err = CutLog(vfs.OS, dir, &Corruption{File: filepath.Join(dir, SnapshotName(3))})
+	require.ErrorIs(t, err, ErrCorrupt, "not a segment: returned as it is")
+}
