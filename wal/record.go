@@ -47,7 +47,9 @@ const Version = 1
 // one of ours. The error names the file and the offset.
 var ErrCorrupt = errors.New("corrupt file")
 
-// Kind is a record's type.
+// Kind is a record's type. A log holds KindBatch, KindCompact and KindTrim
+// records (logKind, which tells a torn tail from damage, relies on it), a
+// snapshot the others.
 type Kind uint8
 
 const (

@@ -362,7 +362,8 @@ func TestTryFlushDuringCut(t *testing.T) {
 }
 
 // FuzzReplay: any bytes as the only segment replay without a panic, to
-// whole records, a torn tail or a *Corruption.
+// whole records, a torn tail with no whole record after its start, or a
+// *Corruption.
 func FuzzReplay(f *testing.F) {
 	dir := f.TempDir()
 	writeLog(&testing.T{}, dir, 3)
@@ -387,6 +388,17 @@ func FuzzReplay(f *testing.F) {
 			return
 		}
 		require.LessOrEqual(t, tail.Size, int64(len(data)))
+		if !tail.Torn {
+			require.Equal(t, int64(len(data)), tail.Size, "whole records to the end")
+			return
+		}
+		// A torn tail: no whole record starts anywhere in it after its start.
+		for o := int(tail.Size) + 1; o+frameSize <= len(data); o++ {
+			if logKind(Kind(data[o+8])) {
+				_, _, _, st := parseFrame(data[o:])
+				require.NotEqual(t, frameOK, st, "a whole record at %d after a torn tail at %d", o, tail.Size)
+			}
+		}
 	})
 }
 
