@@ -107,7 +107,12 @@
 // log has grown as large as the last snapshot. What survives a crash is always revisions 1..r for some r, an Update
 // whole or not at all. A failed write or sync stops the store's writes for
 // good (reads go on; Close returns it). Open on a directory in use is
-// ErrLocked; damaged files are ErrCorrupt, naming the file and offset.
+// ErrLocked. Only the end of the last log segment may be torn by a crash:
+// a bad record there with no whole record anywhere after it, which Open
+// cuts back. Any other damage (a bad record followed by a whole one, such
+// as a flipped bit in a length field; anything wrong in an earlier segment
+// or a snapshot) is ErrCorrupt, naming the file and offset, and Open
+// changes nothing on disk.
 // WithFS(vfs.NewMem()) keeps the directory in memory, on a file system
 // that can crash as a power cut would and fail on demand: for tests.
 // docs/contract.md section 8 has every rule.

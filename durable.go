@@ -128,8 +128,9 @@ type request[V any] struct {
 //
 // A directory another store holds is ErrLocked; damaged files, an unknown
 // format version or a value codec cannot decode are ErrCorrupt, naming the
-// file and offset, and Open changes nothing on disk. The options of New
-// apply, and WithSync, WithSyncInterval and WithCheckpointBytes.
+// file and offset, and Open changes nothing on disk (unless WithRepair
+// asks it to cut a damaged log). The options of New apply, and WithSync,
+// WithSyncInterval, WithCheckpointBytes and WithRepair.
 func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) {
 	o := build(opts)
 	fail := func(err error) (*Store[V], error) { return nil, &OpError{Op: "open", Key: dir, Err: err} }
@@ -164,7 +165,7 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 		lock.Close()
 		var c *wal.Corruption
 		if errors.As(err, &c) {
-			err = detail(ErrCorrupt, "", c)
+			err = corruption(c)
 		}
 		return fail(err)
 	}

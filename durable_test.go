@@ -478,10 +478,11 @@ func TestCodecErrorWritesNothing(t *testing.T) {
 	require.NoError(t, err, "the store goes on")
 }
 
-// FuzzOpen writes arbitrary bytes as a directory's log segment and
+// FuzzOpenBytes writes arbitrary bytes as a directory's log segment and
 // snapshot: Open must answer a store or an error, never panic, and a store
-// it answers must pass Check and take a write.
-func FuzzOpen(f *testing.F) {
+// it answers must pass Check and take a write. FuzzOpen damages a valid
+// directory and checks what Open answers against what was written.
+func FuzzOpenBytes(f *testing.F) {
 	dir := f.TempDir()
 	s, err := revkv.Open(dir, revkv.JSONCodec[int](), revkv.WithMaxHistory(2))
 	require.NoError(f, err)

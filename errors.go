@@ -38,9 +38,10 @@ var (
 	ErrClosed = errors.New("revkv: store is closed")
 
 	// ErrCorrupt is returned by Open for a directory whose files are
-	// damaged (anywhere but a torn last log record, which Open cuts), of an
-	// unknown format version, or holding a value the codec cannot decode.
-	// The error names the file and the offset; nothing on disk is changed.
+	// damaged (anything but a torn tail of the last log segment, with no
+	// whole record after it, which Open cuts), of an unknown format
+	// version, or holding a value the codec cannot decode. The error names
+	// the file and the offset; nothing on disk is changed.
 	ErrCorrupt = errors.New("revkv: corrupt data")
 
 	// ErrLocked is returned by Open for a directory another open store
@@ -115,5 +116,10 @@ type detailed struct {
 	val any
 }
 
-func (d *detailed) Error() string { return fmt.Sprint(d.err.Error(), " (", d.why, " ", d.val, ")") }
+func (d *detailed) Error() string {
+	if d.why == "" {
+		return fmt.Sprint(d.err.Error(), " (", d.val, ")")
+	}
+	return fmt.Sprint(d.err.Error(), " (", d.why, " ", d.val, ")")
+}
 func (d *detailed) Unwrap() error { return d.err }

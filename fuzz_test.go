@@ -1,9 +1,16 @@
 package revkv_test
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revkv/revkv/wal"
 )
 
 // byteSource is a rand.Source that reads the fuzzer's bytes, so that every
@@ -64,4 +71,126 @@ func FuzzStore(f *testing.F) {
 		h.check(true)
 		h.closeAll()
 	})
+}
+
+// FuzzOpen damages one file of a valid directory (a snapshot at revision
+// 20, a log of revisions 21..40 after it) and opens it: Open must refuse
+// with ErrCorrupt, changing nothing, or open to exactly what tornRule says
+// is left — the whole state, or the revisions before a torn tail of the
+// log — with every entry as written, passing Check (contract §8.6). The damage: bits
+// flipped (data xored in at at), bytes overwritten by data, n bytes zeroed,
+// n bytes removed, data inserted, or the file cut at at.
+func FuzzOpen(f *testing.F) {
+	base := newDamageBase(f, 40, 20)
+	snapName := "/db/" + wal.SnapshotName(base.snap)
+	snap := base.m.Bytes(snapName)
+	for op := range byte(6) {
+		f.Add(byte(0), op, uint16(base.recs[len(base.recs)/2]+1), uint16(3), []byte{0x40})
+		f.Add(byte(0), op, uint16(base.recs[len(base.recs)-1]+5), uint16(9), []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+		f.Add(byte(1), op, uint16(40), uint16(2), []byte{1, 2})
+	}
+	f.Fuzz(func(t *testing.T, file, op byte, at, n uint16, data []byte) {
+		name, orig := base.seg, base.log
+		if file%2 == 1 {
+			name, orig = snapName, snap
+		}
+		b := damage(orig, op, int(at), int(n), data)
+		rev, err := openDamaged(t, base.m, name, b)
+		if name == snapName {
+			if slices.Equal(b, orig) {
+				require.NoError(t, err)
+				require.Equal(t, base.rev, rev)
+			} else {
+				require.Error(t, err, "a damaged snapshot is ErrCorrupt")
+			}
+			return
+		}
+		want, corrupt := tornRule(b, base.snap)
+		if corrupt {
+			require.Error(t, err, "damage before the torn tail is ErrCorrupt")
+			return
+		}
+		require.NoError(t, err, "a torn tail, or no damage, opens")
+		require.Equal(t, want, rev, "the revisions before the torn tail, no fewer")
+	})
+}
+
+// damage returns a copy of b damaged by op (see FuzzOpen) at at (modulo its
+// length plus one).
+func damage(b []byte, op byte, at, n int, data []byte) []byte {
+	b = slices.Clone(b)
+	at %= len(b) + 1
+	end := min(at+n, len(b))
+	switch op % 6 {
+	case 0:
+		for i, x := range data[:min(len(data), len(b)-at)] {
+			b[at+i] ^= x
+		}
+	case 1:
+		copy(b[at:], data)
+	case 2:
+		clear(b[at:end])
+	case 3:
+		b = slices.Delete(b, at, end)
+	case 4:
+		b = slices.Insert(b, at, data...)
+	case 5:
+		b = b[:at]
+	}
+	return b
+}
+
+// tornRule is the rule of contract §8.6 for a log segment, the last,
+// written as plainly as possible: the records are read from the start, and
+// the first that is not whole (cut short, or a checksum that does not
+// match) starts a torn tail if no whole record starts anywhere after it,
+// and is damage otherwise. It returns the revision Open must reach (snap,
+// the snapshot's, plus the log's whole records up to a torn tail), or
+// corrupt: Open must refuse. A record the store could not have written
+// (revisions out of order) is damage too.
+func tornRule(b []byte, snap int64) (rev int64, corrupt bool) {
+	const header = 16
+	rev = snap
+	if len(b) < header {
+		return rev, false // the segment's creation, torn
+	}
+	if string(b[:8]) != "revkvlog" || binary.LittleEndian.Uint32(b[8:]) != 1 || binary.LittleEndian.Uint32(b[12:]) != 0 {
+		return 0, true
+	}
+	whole := func(off int) (payload []byte, ok bool) {
+		if off+9 > len(b) {
+			return nil, false
+		}
+		n := int(binary.LittleEndian.Uint32(b[off:]))
+		if n > len(b)-off-9 || b[off+8] < 1 || b[off+8] > 3 {
+			return nil, false
+		}
+		if crc32.Checksum(b[off+8:off+9+n], crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(b[off+4:]) {
+			return nil, false
+		}
+		return b[off+9 : off+9+n], true
+	}
+	for off := header; off < len(b); {
+		p, ok := whole(off)
+		if !ok {
+			for o := off + 1; o < len(b); o++ {
+				if _, ok := whole(o); ok {
+					return 0, true
+				}
+			}
+			return rev, false
+		}
+		batch, err := wal.DecodeBatch(p)
+		switch {
+		case err != nil || len(batch) == 0:
+			return 0, true
+		case batch[len(batch)-1].Rev <= rev: // a snapshot holds it
+		case batch[0].Rev != rev+1:
+			return 0, true
+		default:
+			rev = batch[len(batch)-1].Rev
+		}
+		off += 9 + len(p)
+	}
+	return rev, false
 }

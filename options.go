@@ -15,6 +15,7 @@ type options struct {
 	syncInterval    time.Duration
 	checkpointBytes int64
 	fs              vfs.FS
+	repair          bool
 	clock           func() time.Time
 	expiryInterval  time.Duration
 	maxHistory      int
@@ -124,6 +125,19 @@ func WithCheckpointBytes(n int64) Option {
 // Open panic.
 func WithFS(fs vfs.FS) Option {
 	return func(o *options) { o.fs = fs }
+}
+
+// WithRepair makes Open keep what it can of a damaged log instead of
+// returning ErrCorrupt: it keeps the records before the first damaged one
+// and cuts the log there, as it cuts a torn tail, so that the store opens
+// without every revision after the damage (acknowledged ones included).
+// Nothing is deleted: the bytes cut, and every later segment, are moved
+// into files named after their segment with ".damaged" appended, which
+// the store neither reads nor removes. A damaged snapshot is ErrCorrupt
+// still. It is for an operator who has chosen to lose those revisions:
+// without it damage is never cut silently. New ignores it.
+func WithRepair() Option {
+	return func(o *options) { o.repair = true }
 }
 
 // build applies opts over the defaults and panics, naming the option, on a

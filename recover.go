@@ -21,7 +21,7 @@ import (
 // before it changes anything: a record the store could not have written
 // (revisions out of order, a time that goes back, a value the codec cannot
 // decode) is an error that wal turns into a *wal.Corruption naming the file
-// and offset.
+// and offset. With WithRepair, damage in the log cuts it there instead.
 func (s *state[V]) recover() (wal.Tail, error) {
 	d := s.d
 	d.replaying = true
@@ -43,7 +43,20 @@ func (s *state[V]) recover() (wal.Tail, error) {
 		}
 		from = at + 1
 	}
-	return s.replayLog(from)
+	tail, err := s.replayLog(from)
+	var c *wal.Corruption
+	if err != nil && s.opts.repair && errors.As(err, &c) {
+		// The state holds every record before the damaged one: cut there.
+		return wal.CutLog(d.fs, d.dir, c)
+	}
+	return tail, err
+}
+
+// corruption is ErrCorrupt saying where and why, for Open's error:
+//
+//	revkv: open "db": corrupt data (db/0000000000000001.log at offset 1893: checksum mismatch)
+func corruption(c *wal.Corruption) error {
+	return detail(ErrCorrupt, "", fmt.Sprintf("%s at offset %d: %s", c.File, c.Offset, c.Why))
 }
 
 // logShare returns the size of the log after the snapshot of revision at

@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,8 +18,9 @@ import (
 // A log is a sequence of segment files in one directory, each named by
 // the first revision it may hold (16 hex digits, ".log"): a segment holds
 // the records written from that revision until the next segment's. Only the
-// last segment is ever written to; a crash can leave it with an incomplete
-// last record, which Replay reports and Truncate cuts.
+// last segment is ever written to; a crash can leave it with a torn tail,
+// which Replay reports and OpenWriter cuts. See Replay for what is torn and
+// what is damage.
 
 const logExt = ".log"
 
@@ -66,8 +68,8 @@ func (c *Corruption) Error() string {
 func (c *Corruption) Unwrap() error { return ErrCorrupt }
 
 // Tail is where Replay found the log to end: the last segment and the
-// length of its whole records. Torn is true when bytes after that are an
-// incomplete record (a crash in the middle of a write).
+// length of its whole records. Torn is true when bytes after that are the
+// torn tail of a crash in the middle of a write (see Replay).
 type Tail struct {
 	Segment int64 // first revision of the last segment; -1 if there is none
 	Size    int64 // the length of the whole records in it, header included
@@ -76,11 +78,31 @@ type Tail struct {
 
 // Replay reads every record of dir's log, segment by segment, and calls fn
 // with each; fn's error stops it and is returned. Records in segments whose
-// successor starts at or below from are skipped without being read.
-// Damage anywhere but in the last record of the last segment is a
-// *Corruption; a last record that is incomplete, or whole with a checksum
-// that does not match and nothing after it, is the torn tail of a crash:
-// Replay stops before it and says so in Tail. It changes nothing on disk.
+// successor starts at or below from are skipped without being read. It
+// changes nothing on disk.
+//
+// Only the end of the last segment can be torn: the records of the write a
+// crash interrupted, cut anywhere, perhaps followed by zeros or garbage
+// where the file system extended the file but lost the data. Replay calls
+// a bad record there (cut short, a length no record has, a checksum that
+// does not match) torn when no whole record (a frame of a log's kind whose
+// length fits and whose checksum matches) starts anywhere after it in the
+// file: it stops before it and says so in Tail. Every other bad record is
+// damage, a *Corruption naming the file and the record's offset: one in a
+// segment before the last, and one in the last segment followed by a whole
+// record, as a flipped bit in a length or a damaged run in the middle
+// leaves it. Looking for that whole record reads the rest of the file into
+// memory and takes time linear in its length (see findRecord); a file that
+// ends after its last whole record, as every cleanly closed one does, costs
+// nothing more.
+//
+// So a record damaged after it was synced is reported, however its length
+// was changed, unless nothing whole follows it: damage to the last record,
+// or reaching from a record to the end of the file, cannot be told from a
+// torn write, and is cut. A crash that left a hole in the middle of one
+// interrupted write (zeros where the file system had not written a page of
+// it back, with whole records after them) is reported as damage too: the
+// records after the hole were never synced, but Replay cannot know it.
 func Replay(fs vfs.FS, dir string, from int64, fn func(kind Kind, payload []byte) error) (Tail, error) {
 	segs, err := Segments(fs, dir)
 	tail := Tail{Segment: -1}
@@ -156,30 +178,21 @@ func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte
 		if st == frameShort && len(fr.available()) == 0 {
 			return off, false, nil // the end of the file
 		}
-		ends := false
-		if last && st == frameBadCRC {
-			if ends, err = fr.endsAfter(n); err != nil {
-				return readErr(err)
+		if st != frameOK {
+			why := map[frameStatus]string{frameShort: "the record runs past the end of the file", frameBadCRC: "checksum mismatch", frameBadLength: "impossible record length"}[st]
+			if !last {
+				return 0, false, &Corruption{File: name, Offset: off, Why: why}
 			}
-		}
-		switch {
-		case st == frameOK:
-		case last && st == frameShort:
-			return off, true, nil
-		case ends:
-			return off, true, nil
-		case st == frameBadLength && last:
-			zero, err := fr.restZero()
+			// A torn write, or damage? Damage leaves whole records after it.
+			rest, err := fr.rest()
 			if err != nil {
 				return readErr(err)
 			}
-			if zero {
-				return off, true, nil // a tail the file system zero-filled
+			if at := findRecord(rest, 1); at >= 0 {
+				why += fmt.Sprintf(", and a whole record follows at offset %d: not a torn write", off+int64(at))
+				return 0, false, &Corruption{File: name, Offset: off, Why: why}
 			}
-			fallthrough
-		default:
-			why := map[frameStatus]string{frameShort: "the file ends inside a record", frameBadCRC: "checksum mismatch", frameBadLength: "impossible record length"}[st]
-			return 0, false, &Corruption{File: name, Offset: off, Why: why}
+			return off, true, nil
 		}
 		if err := fn(kind, payload); err != nil {
 			var c *Corruption
@@ -190,15 +203,6 @@ func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte
 		}
 		fr.skip(n)
 	}
-}
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // Writer appends records to the last segment of a log and starts new ones.
@@ -541,4 +545,102 @@ func (w *Writer) Current() (int64, error) {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
 	return strconv.ParseInt(strings.TrimSuffix(filepath.Base(w.f.Name()), logExt), 16, 64)
+}
+
+// damagedExt ends the name of a file CutLog moved aside. Segments does not
+// list such files, and nothing removes them.
+const damagedExt = ".damaged"
+
+// CutLog cuts dir's log before the damaged record c names (a *Corruption
+// Replay returned), for a caller that chose to keep the records before it
+// and lose those after: the bytes of that segment from c.Offset on are
+// copied to a file of the segment's name with ".damaged" appended, every
+// later segment is renamed the same way, and the segment is cut at
+// c.Offset; each step is synced before the next. It returns the tail to
+// open a Writer after. A c that names no segment of dir is returned as it
+// is.
+func CutLog(fs vfs.FS, dir string, c *Corruption) (Tail, error) {
+	first, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(c.File), logExt), 16, 64)
+	if err != nil || c.File != filepath.Join(dir, SegmentName(first)) || c.Offset < 0 {
+		return Tail{}, c
+	}
+	f, err := fs.OpenRead(c.File)
+	if err != nil {
+		return Tail{}, err
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return Tail{}, err
+	}
+	off := min(c.Offset, int64(len(data)))
+	aside, err := freeName(fs, c.File+damagedExt)
+	if err != nil {
+		return Tail{}, err
+	}
+	w, err := fs.Create(aside)
+	if err != nil {
+		return Tail{}, err
+	}
+	if _, err = w.Write(data[off:]); err == nil {
+		err = w.Sync()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Tail{}, err
+	}
+	segs, err := Segments(fs, dir)
+	if err != nil {
+		return Tail{}, err
+	}
+	for _, s := range segs {
+		if s > first {
+			name := filepath.Join(dir, SegmentName(s))
+			to, err := freeName(fs, name+damagedExt)
+			if err == nil {
+				err = fs.Rename(name, to)
+			}
+			if err != nil {
+				return Tail{}, err
+			}
+		}
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		return Tail{}, err
+	}
+	if off < headerSize {
+		off = 0 // OpenWriter writes the header again
+	}
+	a, err := fs.OpenAppend(c.File)
+	if err != nil {
+		return Tail{}, err
+	}
+	if err = a.Truncate(off); err == nil {
+		err = a.Sync()
+	}
+	if cerr := a.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Tail{}, err
+	}
+	return Tail{Segment: first, Size: off}, nil
+}
+
+// freeName returns name, or name with "-2", "-3", ... appended, whichever
+// is first not a file: a segment cut aside once may be written again.
+func freeName(fs vfs.FS, name string) (string, error) {
+	for i := 1; ; i++ {
+		n := name
+		if i > 1 {
+			n = fmt.Sprintf("%s-%d", name, i)
+		}
+		if _, err := fs.Size(n); errors.Is(err, os.ErrNotExist) {
+			return n, nil
+		} else if err != nil {
+			return "", err
+		}
+	}
 }

@@ -86,19 +86,13 @@ func (fr *frameReader) endsAfter(size int) (bool, error) {
 	return fr.n-fr.pos == size, nil
 }
 
-// restZero reports whether every byte from the offset to the end of the
-// file is zero; it consumes them.
-func (fr *frameReader) restZero() (bool, error) {
-	for {
-		if !allZero(fr.available()) {
-			return false, nil
-		}
-		fr.pos = fr.n
-		if fr.eof {
-			return true, nil
-		}
-		if err := fr.fill(1); err != nil {
-			return false, err
+// rest reads the file to its end and returns every byte from the offset
+// on, which it leaves unconsumed.
+func (fr *frameReader) rest() ([]byte, error) {
+	for !fr.eof {
+		if err := fr.fill(fr.n - fr.pos + readChunk); err != nil {
+			return nil, err
 		}
 	}
+	return fr.available(), nil
 }

@@ -15,6 +15,19 @@
 // A file starts with a 16-byte header: an 8-byte magic ("revkvlog" or
 // "revkvsnp"), the format version (uint32) and 4 zero bytes. A file of a
 // version this package does not know is ErrCorrupt, naming the version.
+//
+// # Torn or damaged
+//
+// A crash can interrupt only the last write to the last log segment, so
+// only there may records be torn: cut short, or followed by zeros or
+// garbage, with no whole record (a frame whose length fits and whose
+// checksum matches) anywhere after the first bad one. Replay stops before
+// them, and OpenWriter cuts them. Anything else that does not read back as
+// written is damage, ErrCorrupt naming the file and the offset: a bad
+// record with a whole record after it (a flipped bit in a length field
+// included, however far it sends the length), a bad record in any segment
+// but the last, and any bad byte of a snapshot, which is written aside and
+// renamed into place whole. Reading changes nothing on disk.
 package wal
 
 import (
@@ -29,12 +42,14 @@ import (
 // Version is the format version this package writes and reads.
 const Version = 1
 
-// ErrCorrupt is returned for a file that is damaged (anywhere but a log's
-// torn last record), of an unknown version, or not one of ours. The error
-// names the file and the offset.
+// ErrCorrupt is returned for a file that is damaged (anything but a torn
+// tail of the last log segment: see Replay), of an unknown version, or not
+// one of ours. The error names the file and the offset.
 var ErrCorrupt = errors.New("corrupt file")
 
-// Kind is a record's type.
+// Kind is a record's type. A log holds KindBatch, KindCompact and KindTrim
+// records (logKind, which tells a torn tail from damage, relies on it), a
+// snapshot the others.
 type Kind uint8
 
 const (

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -361,7 +362,8 @@ func TestTryFlushDuringCut(t *testing.T) {
 }
 
 // FuzzReplay: any bytes as the only segment replay without a panic, to
-// whole records, a torn tail or a *Corruption.
+// whole records, a torn tail with no whole record after its start, or a
+// *Corruption.
 func FuzzReplay(f *testing.F) {
 	dir := f.TempDir()
 	writeLog(&testing.T{}, dir, 3)
@@ -386,5 +388,124 @@ func FuzzReplay(f *testing.F) {
 			return
 		}
 		require.LessOrEqual(t, tail.Size, int64(len(data)))
+		if !tail.Torn {
+			require.Equal(t, int64(len(data)), tail.Size, "whole records to the end")
+			return
+		}
+		// A torn tail: no whole record starts anywhere in it after its start.
+		for o := int(tail.Size) + 1; o+frameSize <= len(data); o++ {
+			if logKind(Kind(data[o+8])) {
+				_, _, _, st := parseFrame(data[o:])
+				require.NotEqual(t, frameOK, st, "a whole record at %d after a torn tail at %d", o, tail.Size)
+			}
+		}
 	})
+}
+
+// TestDamagedLengthIsCorrupt flips each bit of each record's length in a
+// log of four segments, the last of four records. Before the last record of the last segment that
+// is a *Corruption at the record, whether the length now runs past the end
+// of the file, falls short of the record, or cannot be a record's: the
+// whole records after it say it is no torn write. In the last record it
+// is a torn tail, and Replay gives every record before it. With -short,
+// one bit in three.
+func TestDamagedLengthIsCorrupt(t *testing.T) {
+	base := t.TempDir()
+	want := writeLog(t, base, 12)
+	_, tail, err := replayAll(base)
+	require.NoError(t, err)
+	w, err := OpenWriter(vfs.OS, base, tail, 13) // four more in the last segment
+	require.NoError(t, err)
+	for rev := int64(13); rev <= 16; rev++ {
+		p := AppendBatch(nil, testBatch(rev, 1))
+		require.NoError(t, w.Append(KindBatch, p, rev+1))
+		want = append(want, p)
+	}
+	require.NoError(t, w.Close())
+	segs, _ := Segments(vfs.OS, base)
+	require.Greater(t, len(segs), 2)
+	n := 0 // records in the segments before
+	for si, first := range segs {
+		name := SegmentName(first)
+		full, err := os.ReadFile(filepath.Join(base, name))
+		require.NoError(t, err)
+		var offs []int
+		for off := headerSize; off < len(full); off += FrameSize(int(binary.LittleEndian.Uint32(full[off:]))) {
+			offs = append(offs, off)
+		}
+		for i, off := range offs {
+			for bit := range 32 {
+				if testing.Short() && bit%3 != 0 {
+					continue
+				}
+				dir := t.TempDir()
+				copyDir(t, base, dir)
+				path := filepath.Join(dir, name)
+				b := bytes.Clone(full)
+				b[off+bit/8] ^= 1 << (bit % 8)
+				require.NoError(t, os.WriteFile(path, b, 0o644))
+				got, tail, err := replayAll(dir)
+				what := fmt.Sprintf("segment %d, record %d, bit %d", si, i, bit)
+				if si == len(segs)-1 && i == len(offs)-1 {
+					require.NoError(t, err, what)
+					require.True(t, tail.Torn, what)
+					require.Equal(t, want[:len(want)-1], got, what)
+					continue
+				}
+				var c *Corruption
+				require.ErrorAs(t, err, &c, what)
+				require.Equal(t, path, c.File, what)
+				require.Equal(t, int64(off), c.Offset, what)
+				after, _ := os.ReadFile(path)
+				require.Equal(t, b, after, "%s: nothing on disk changed", what)
+			}
+		}
+		n += len(offs)
+	}
+}
+
+// TestCutLog: cutting a log of several segments at a damaged record keeps
+// the records before it, moves the rest of its segment and every later
+// segment aside, and a writer goes on after it.
+func TestCutLog(t *testing.T) {
+	dir := t.TempDir()
+	want := writeLog(t, dir, 12)
+	segs, _ := Segments(vfs.OS, dir)
+	require.Greater(t, len(segs), 2)
+	name := filepath.Join(dir, SegmentName(segs[1]))
+	b, _ := os.ReadFile(name)
+	off := headerSize + len(frameOf(want[segs[1]-1])) // its second record
+	b[off+5] ^= 1
+	require.NoError(t, os.WriteFile(name, b, 0o644))
+	_, _, err := replayAll(dir)
+	var c *Corruption
+	require.ErrorAs(t, err, &c)
+	require.Equal(t, int64(off), c.Offset)
+
+	tail, err := CutLog(vfs.OS, dir, c)
+	require.NoError(t, err)
+	require.Equal(t, Tail{Segment: segs[1], Size: int64(off)}, tail)
+	left, _ := Segments(vfs.OS, dir)
+	require.Equal(t, segs[:2], left)
+	aside, _ := os.ReadFile(name + ".damaged")
+	require.Equal(t, b[off:], aside)
+	for _, s := range segs[2:] {
+		_, err := os.Stat(filepath.Join(dir, SegmentName(s)+".damaged"))
+		require.NoError(t, err, "segment %d moved aside", s)
+	}
+	kept := int(segs[1]) // the records of revisions 1..segs[1]
+	got, _, err := replayAll(dir)
+	require.NoError(t, err)
+	require.Equal(t, want[:kept], got)
+
+	w, err := OpenWriter(vfs.OS, dir, tail, int64(kept)+1)
+	require.NoError(t, err)
+	require.NoError(t, w.Append(KindBatch, want[kept], int64(kept)+2))
+	require.NoError(t, w.Close())
+	got, _, err = replayAll(dir)
+	require.NoError(t, err)
+	require.Equal(t, want[:kept+1], got)
+
+	_, err = CutLog(vfs.OS, dir, &Corruption{File: filepath.Join(dir, SnapshotName(3))})
+	require.ErrorIs(t, err, ErrCorrupt, "not a segment: returned as it is")
 }

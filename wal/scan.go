@@ -1,0 +1,126 @@
+package wal
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// After a crash the last segment may end in a record that was being
+// written: cut short, or followed by zeros or garbage where the file
+// system extended the file but lost the data. Damage to a record that was
+// whole looks the same at its offset: a length that runs past the end of
+// the file, a checksum that does not match. What tells them apart is what
+// follows. A torn write is the end of the log: nothing written after it
+// reached the file, so no whole record starts after the bad one. Damage
+// in the middle leaves the records after it whole. findRecord looks for
+// one.
+
+// findRecord returns the offset of the first whole record of a log in b at
+// or after from: a frame of a log's kind whose length fits in b and whose
+// checksum matches; -1 if there is none.
+//
+// It tries every offset, and checksums a frame only if its length fits and
+// its kind is a log's (about one offset in a hundred in random bytes; every
+// one in a run of 0x01 bytes). Checksumming each such frame over its
+// length would cost the square of b's length; instead the checksum of any
+// span is computed from those of b's prefixes at every crcBlock bytes
+// (spanCRC), so a candidate costs at most 2*crcBlock bytes of CRC and a
+// multiplication modulo the polynomial: O(len(b)), about a microsecond per
+// candidate at worst.
+func findRecord(b []byte, from int) int {
+	var sums []uint32 // computed at the first candidate
+	var shift crcShift
+	for o := max(from, 0); o+frameSize <= len(b); o++ {
+		n := binary.LittleEndian.Uint32(b[o:])
+		if uint64(n) > uint64(len(b)-o-frameSize) || !logKind(Kind(b[o+8])) {
+			continue
+		}
+		if sums == nil {
+			sums = blockCRCs(b)
+		}
+		// The checksum covers the kind byte and the payload.
+		if spanCRC(b, sums, &shift, o+8, o+frameSize+int(n)) == binary.LittleEndian.Uint32(b[o+4:]) {
+			return o
+		}
+	}
+	return -1
+}
+
+// logKind reports whether k is the kind of a record a log holds.
+func logKind(k Kind) bool { return k >= KindBatch && k <= KindTrim }
+
+// crcBlock is the spacing of the prefix checksums spanCRC starts from.
+const crcBlock = 256
+
+// blockCRCs returns the checksums of b[:i*crcBlock] for every i.
+func blockCRCs(b []byte) []uint32 {
+	sums := make([]uint32, len(b)/crcBlock+1)
+	for i := 1; i < len(sums); i++ {
+		sums[i] = crc32.Update(sums[i-1], castagnoli, b[(i-1)*crcBlock:i*crcBlock])
+	}
+	return sums
+}
+
+// spanCRC returns the CRC-32C of b[lo:hi], given blockCRCs(b). With P(i)
+// the checksum of b[:i], P(hi) = P(lo)·x^(8(hi-lo)) xor crc(b[lo:hi])
+// modulo the polynomial (how zlib's crc32_combine joins two checksums),
+// so crc(b[lo:hi]) = P(hi) xor P(lo)·x^(8(hi-lo)).
+func spanCRC(b []byte, sums []uint32, shift *crcShift, lo, hi int) uint32 {
+	prefix := func(i int) uint32 {
+		at := i / crcBlock * crcBlock
+		return crc32.Update(sums[i/crcBlock], castagnoli, b[at:i])
+	}
+	return prefix(hi) ^ multModP(shift.bytes(hi-lo), prefix(lo))
+}
+
+// crcPoly is the Castagnoli polynomial, bit-reversed as crc32 uses it.
+const crcPoly = 0x82f63b78
+
+// multModP returns a·b modulo the polynomial, in crc32's reversed bit
+// order (bit 31 is x^0); a must not be 0.
+func multModP(a, b uint32) uint32 {
+	var p uint32
+	for m := uint32(1) << 31; ; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+			if a&(m-1) == 0 {
+				return p
+			}
+		}
+		if b&1 != 0 {
+			b = b>>1 ^ crcPoly
+		} else {
+			b >>= 1
+		}
+	}
+}
+
+// x2n[k] is x^(2^k) modulo the polynomial.
+var x2n = func() (t [32]uint32) {
+	p := uint32(1) << 30 // x^1
+	for k := range t {
+		t[k] = p
+		p = multModP(p, p)
+	}
+	return t
+}()
+
+// crcShift computes x^(8n) modulo the polynomial, remembering the last n:
+// the candidates in a run of equal bytes all have the same length.
+type crcShift struct {
+	n   int
+	pow uint32
+}
+
+func (s *crcShift) bytes(n int) uint32 {
+	if s.pow == 0 || s.n != n {
+		p := uint32(1) << 31 // x^0
+		for k, m := 3, uint64(n); m != 0; k, m = k+1, m>>1 {
+			if m&1 != 0 {
+				p = multModP(x2n[k&31], p)
+			}
+		}
+		s.n, s.pow = n, p
+	}
+	return s.pow
+}
