@@ -388,11 +388,11 @@ func parseLongDouble(b []byte) (*big.Float, bool) {
 func cmdAppend(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	key := string(a[1])
 	e, ok := tx.GetEntry(key)
-	v := append(append([]byte(nil), e.Value...), a[2]...)
-	if int64(len(v)) > 512<<20 {
+	if int64(len(e.Value))+int64(len(a[2])) > maxString { // before the copy: no 1 GB to refuse
 		c.w.Error(errTooBig)
 		return
 	}
+	v := append(append([]byte(nil), e.Value...), a[2]...)
 	putKeepTTL(tx, key, v, e, ok)
 	c.w.Int(int64(len(v)))
 }
@@ -445,7 +445,7 @@ func cmdSetRange(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		c.w.Int(int64(len(e.Value)))
 		return
 	}
-	if off+int64(len(a[3])) > 512<<20 {
+	if off > maxString-int64(len(a[3])) { // not off+len: that overflows
 		c.w.Error(errTooBig)
 		return
 	}
@@ -457,6 +457,10 @@ func cmdSetRange(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	putKeepTTL(tx, key, v, e, exists)
 	c.w.Int(int64(len(v)))
 }
+
+// maxString is the longest string APPEND and SETRANGE may make: Redis's
+// proto-max-bulk-len, 512 MB.
+const maxString = 512 << 20
 
 func clone(b []byte) []byte { return bytes.Clone(b) }
 

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Every integer a client sends, at its edges (MaxInt64, MinInt64, -1, 0,
+// past Redis's limits, not a number), with Redis 7.0.15's exact replies.
+// The table runs against revkv-server, and against a real redis-server when
+// there is one, so that its replies are Redis's own and not a guess.
+var edgeSteps = []struct {
+	args []any
+	want any
+}{
+	{[]any{"set", "s", "hello"}, "OK"},
+	// SETRANGE: an offset past 512 MB, however large, is an error, not an
+	// overflow; an empty value writes nothing and checks nothing but the sign.
+	{[]any{"setrange", "s", "9223372036854775807", "A"}, "error: ERR string exceeds maximum allowed size (proto-max-bulk-len)"},
+	{[]any{"setrange", "s", "9223372036854775806", "AB"}, "error: ERR string exceeds maximum allowed size (proto-max-bulk-len)"},
+	{[]any{"setrange", "s", "536870912", "A"}, "error: ERR string exceeds maximum allowed size (proto-max-bulk-len)"},
+	{[]any{"setrange", "s", "536870911", "AB"}, "error: ERR string exceeds maximum allowed size (proto-max-bulk-len)"},
+	{[]any{"setrange", "s", "-1", "A"}, "error: ERR offset is out of range"},
+	{[]any{"setrange", "s", "-9223372036854775808", "A"}, "error: ERR offset is out of range"},
+	{[]any{"setrange", "s", "9223372036854775808", "A"}, "error: ERR value is not an integer or out of range"},
+	{[]any{"setrange", "s", "x", "A"}, "error: ERR value is not an integer or out of range"},
+	{[]any{"setrange", "s", "9223372036854775807", ""}, int64(5)},
+	{[]any{"setrange", "none", "9223372036854775807", ""}, int64(0)},
+	{[]any{"setrange", "none", "-1", ""}, "error: ERR offset is out of range"},
+	{[]any{"setrange", "s", "0", "J"}, int64(5)},
+	{[]any{"get", "s"}, "Jello"},
+	{[]any{"exists", "none"}, int64(0)},
+	// GETRANGE and SUBSTR clamp whatever they are given.
+	{[]any{"getrange", "s", "9223372036854775807", "9223372036854775807"}, ""},
+	{[]any{"getrange", "s", "-9223372036854775808", "9223372036854775807"}, "Jello"},
+	{[]any{"getrange", "s", "-9223372036854775808", "-9223372036854775808"}, "J"},
+	{[]any{"getrange", "s", "0", "-9223372036854775808"}, "J"},
+	{[]any{"getrange", "s", "9223372036854775807", "-1"}, ""},
+	{[]any{"getrange", "s", "-1", "-9223372036854775808"}, ""},
+	{[]any{"getrange", "s", "0", "x"}, "error: ERR value is not an integer or out of range"},
+	{[]any{"getrange", "s", "0", "9223372036854775808"}, "error: ERR value is not an integer or out of range"},
+	{[]any{"substr", "s", "-9223372036854775808", "-1"}, "Jello"},
+	{[]any{"getrange", "none", "0", "-1"}, ""},
+	// INCR and its kin: overflow either way, and what is not an int64.
+	{[]any{"set", "n", "10"}, "OK"},
+	{[]any{"incrby", "n", "9223372036854775807"}, "error: ERR increment or decrement would overflow"},
+	{[]any{"incrby", "n", "-9223372036854775808"}, int64(-9223372036854775798)},
+	{[]any{"set", "n", "10"}, "OK"},
+	{[]any{"decrby", "n", "-9223372036854775808"}, "error: ERR decrement would overflow"},
+	{[]any{"decrby", "n", "9223372036854775807"}, int64(-9223372036854775797)},
+	{[]any{"decrby", "n", "20"}, "error: ERR increment or decrement would overflow"},
+	{[]any{"incrby", "n", "9223372036854775808"}, "error: ERR value is not an integer or out of range"},
+	{[]any{"incrby", "n", "x"}, "error: ERR value is not an integer or out of range"},
+	{[]any{"set", "n", "9223372036854775807"}, "OK"},
+	{[]any{"incr", "n"}, "error: ERR increment or decrement would overflow"},
+	{[]any{"set", "n", "-9223372036854775808"}, "OK"},
+	{[]any{"decr", "n"}, "error: ERR increment or decrement would overflow"},
+	{[]any{"incrby", "n", "-1"}, "error: ERR increment or decrement would overflow"},
+	{[]any{"decrby", "n", "1"}, "error: ERR increment or decrement would overflow"},
+	{[]any{"set", "n", "9223372036854775808"}, "OK"},
+	{[]any{"incr", "n"}, "error: ERR value is not an integer or out of range"},
+	{[]any{"set", "n", "007"}, "OK"},
+	{[]any{"incr", "n"}, "error: ERR value is not an integer or out of range"},
+	{[]any{"set", "n", "+1"}, "OK"},
+	{[]any{"incr", "n"}, "error: ERR value is not an integer or out of range"},
+	{[]any{"set", "n", " 1"}, "OK"},
+	{[]any{"incr", "n"}, "error: ERR value is not an integer or out of range"},
+}
+
+func TestEdgeArguments(t *testing.T) {
+	run := func(t *testing.T, addr string) {
+		c := newClient(t, addr)
+		for i, s := range edgeSteps {
+			require.Equal(t, s.want, do(c, s.args...), "step %d: %v", i, s.args)
+		}
+	}
+	t.Run("revkv", func(t *testing.T) {
+		_, addr := startServer(t, config{})
+		run(t, addr)
+	})
+	t.Run("redis", func(t *testing.T) {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			t.Skip("redis-server is not installed: the table is checked against revkv-server only")
+		}
+		run(t, startRedis(t))
+	})
+}
