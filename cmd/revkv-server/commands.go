@@ -80,6 +80,7 @@ var notQueued = map[string]bool{"multi": true, "exec": true, "discard": true, "w
 var noAuth = map[string]bool{"auth": true, "hello": true, "quit": true}
 
 func (s *server) dispatch(c *client, args [][]byte) {
+	defer s.contain(c, c.w.Len(), 1)
 	cmd := lookup(args[0])
 	if cmd == nil {
 		if c.inMulti {

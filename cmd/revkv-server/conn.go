@@ -260,7 +260,8 @@ func cmdInfo(s *server, c *client, a [][]byte) {
 	section("Stats",
 		fmt.Sprintf("total_connections_received:%d", s.stats.connections.Load()),
 		fmt.Sprintf("total_commands_processed:%d", commands),
-		fmt.Sprintf("rejected_connections:%d", s.stats.rejected.Load()))
+		fmt.Sprintf("rejected_connections:%d", s.stats.rejected.Load()),
+		fmt.Sprintf("panics_recovered:%d", s.stats.panics.Load()))
 	keys := s.store.Len()
 	ks := []string{}
 	if keys > 0 {
