@@ -67,6 +67,38 @@ var edgeSteps = []struct {
 	{[]any{"incr", "n"}, "error: ERR value is not an integer or out of range"},
 	{[]any{"set", "n", " 1"}, "OK"},
 	{[]any{"incr", "n"}, "error: ERR value is not an integer or out of range"},
+	// INCRBYFLOAT reads what strtold reads: inf and infinity (whose sum is
+	// no number), hex floats, nothing beyond a long double's range.
+	{[]any{"set", "f", "0"}, "OK"},
+	{[]any{"incrbyfloat", "f", "inf"}, "error: ERR increment would produce NaN or Infinity"},
+	{[]any{"incrbyfloat", "f", "+inf"}, "error: ERR increment would produce NaN or Infinity"},
+	{[]any{"incrbyfloat", "f", "-Infinity"}, "error: ERR increment would produce NaN or Infinity"},
+	{[]any{"incrbyfloat", "f", "INF"}, "error: ERR increment would produce NaN or Infinity"},
+	{[]any{"incrbyfloat", "f", "nan"}, "error: ERR value is not a valid float"},
+	{[]any{"incrbyfloat", "f", "1e5000"}, "error: ERR value is not a valid float"},
+	{[]any{"incrbyfloat", "f", "1e-5000"}, "error: ERR value is not a valid float"},
+	{[]any{"incrbyfloat", "f", "1p3"}, "error: ERR value is not a valid float"},
+	{[]any{"incrbyfloat", "f", "0x1_0"}, "error: ERR value is not a valid float"},
+	{[]any{"incrbyfloat", "f", "0b101"}, "error: ERR value is not a valid float"},
+	{[]any{"incrbyfloat", "f", "1 "}, "error: ERR value is not a valid float"},
+	{[]any{"incrbyfloat", "f", " 1"}, "error: ERR value is not a valid float"},
+	{[]any{"incrbyfloat", "f", "0x"}, "error: ERR value is not a valid float"},
+	{[]any{"incrbyfloat", "f", ""}, "error: ERR value is not a valid float"},
+	{[]any{"incrbyfloat", "f", "0x1.8p1"}, "3"},
+	{[]any{"incrbyfloat", "f", "-0x10"}, "-13"},
+	{[]any{"incrbyfloat", "f", "+.5e1"}, "-8"},
+	{[]any{"incrbyfloat", "f", "1.2e4932"}, "error: ERR value is not a valid float"}, // past a long double's largest
+	{[]any{"set", "f", "1.1e4932"}, "OK"},
+	{[]any{"incrbyfloat", "f", "1.1e4932"}, "error: ERR increment would produce NaN or Infinity"},
+	{[]any{"set", "f", "inf"}, "OK"},
+	{[]any{"incrbyfloat", "f", "1"}, "error: ERR increment would produce NaN or Infinity"},
+	{[]any{"incrbyfloat", "f", "-inf"}, "error: ERR increment would produce NaN or Infinity"},
+	{[]any{"incrbyfloat", "f", "x"}, "error: ERR value is not a valid float"},
+	{[]any{"set", "f", "1e5000"}, "OK"},
+	{[]any{"incrbyfloat", "f", "1"}, "error: ERR value is not a valid float"},
+	{[]any{"del", "f"}, int64(1)},
+	{[]any{"incrbyfloat", "f", "0.5"}, "0.5"},
+	{[]any{"incrbyfloat", "f", "-0.5"}, "0"}, // never -0
 }
 
 func TestEdgeArguments(t *testing.T) {

@@ -358,8 +358,12 @@ func cmdIncrByFloat(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 			return
 		}
 	}
+	if cur.IsInf() || incr.IsInf() { // inf, or inf - inf: no number (and big.Float panics on the latter)
+		c.w.Error("ERR increment would produce NaN or Infinity")
+		return
+	}
 	cur.Add(cur, incr)
-	if cur.IsInf() || cur.MantExp(nil) > 16384 {
+	if cur.MantExp(nil) > maxLongDoubleExp {
 		c.w.Error("ERR increment would produce NaN or Infinity")
 		return
 	}
@@ -368,22 +372,58 @@ func cmdIncrByFloat(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		v = bytes.TrimRight(v, "0")
 		v = bytes.TrimSuffix(v, []byte("."))
 	}
+	if string(v) == "-0" { // as Redis: never a negative zero
+		v = v[1:]
+	}
 	putKeepTTL(tx, key, v, e, exists)
 	c.w.Bulk(v)
 }
 
-// parseLongDouble parses a float to a long double's precision, refusing
-// what Redis refuses: spaces, NaN, and what is not a number.
+// parseLongDouble parses a float as Redis does (strtold, to a long
+// double's precision): decimal, hex ("0x1.8p1"), and inf or infinity in any
+// case; not NaN, not a space before or after, nothing past a long double's
+// range either way (5,120 bytes at most).
 func parseLongDouble(b []byte) (*big.Float, bool) {
-	if len(b) == 0 || b[0] == ' ' || b[len(b)-1] == ' ' {
+	if len(b) == 0 || len(b) >= 5<<10 || isSpace(b[0]) {
 		return nil, false
 	}
-	f, _, err := big.ParseFloat(string(b), 10, 64, big.ToNearestEven)
+	s := string(b)
+	sign, body := "", s
+	if s[0] == '+' || s[0] == '-' {
+		sign, body = s[:1], s[1:]
+	}
+	var f *big.Float
+	var err error
+	switch lower := strings.ToLower(body); {
+	case lower == "inf" || lower == "infinity":
+		return new(big.Float).SetInf(sign == "-"), true
+	case strings.HasPrefix(lower, "0x"):
+		if strings.ContainsRune(lower, '_') { // base 0 takes 0x1_0; strtold does not
+			return nil, false
+		}
+		f, _, err = big.ParseFloat(s, 0, 64, big.ToNearestEven)
+	default:
+		if strings.ContainsAny(lower, "p_") { // a binary exponent is hex's alone
+			return nil, false
+		}
+		f, _, err = big.ParseFloat(s, 10, 64, big.ToNearestEven)
+	}
 	if err != nil || f.IsInf() {
+		return nil, false
+	}
+	// strtold's ERANGE: past the largest long double, or so small that it
+	// is zero (below the least subnormal, 2^-16445).
+	if exp := f.MantExp(nil); exp > maxLongDoubleExp || f.Sign() != 0 && exp < -16444 {
 		return nil, false
 	}
 	return f, true
 }
+
+// maxLongDoubleExp is the x87 long double's largest binary exponent, as
+// big.Float's MantExp counts it (mantissa in [0.5, 1)).
+const maxLongDoubleExp = 16384
+
+func isSpace(ch byte) bool { return ch == ' ' || '\t' <= ch && ch <= '\r' }
 
 func cmdAppend(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	key := string(a[1])
