@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/subtle"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -135,12 +136,15 @@ func cmdSelect(s *server, c *client, a [][]byte) {
 	}
 }
 
-// dbArg checks a database number: only 0 exists. It replies the error.
+// dbArg checks a database number as Redis does: an int32, then one that
+// exists (only 0 does). It replies the error.
 func dbArg(c *client, b []byte) bool {
 	db, ok := parseInt(b)
 	switch {
 	case !ok:
 		c.w.Error(errNotInt)
+	case db < math.MinInt32 || db > math.MaxInt32:
+		c.w.Error("ERR value is out of range, value must between -2147483648 and 2147483647")
 	case db != 0:
 		c.w.Error(errDBIndex)
 	}

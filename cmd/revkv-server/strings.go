@@ -101,23 +101,25 @@ func parseSet(a [][]byte) (o setOpts, errMsg string) {
 }
 
 // expiryArg turns an EX/PX/EXAT/PXAT argument into a duration (abs: since
-// the Unix epoch), refusing what Redis refuses: n <= 0, and what overflows
-// milliseconds.
+// the Unix epoch), refusing what Redis refuses: n <= 0, seconds that
+// overflow milliseconds, and a relative expiry that overflows once now is
+// added to it. What a Duration cannot hold (292 years) is as far as it
+// goes: callers keep an expiry past the store's clock at its end anyway.
 func expiryArg(opt string, n int64) (d time.Duration, abs, ok bool) {
 	if n <= 0 {
 		return 0, false, false
 	}
-	unit := time.Millisecond
 	if opt == "EX" || opt == "EXAT" {
 		if n > math.MaxInt64/1000 {
 			return 0, false, false
 		}
 		n *= 1000
 	}
-	if n > int64(math.MaxInt64/unit) {
+	abs = opt == "EXAT" || opt == "PXAT"
+	if !abs && n > math.MaxInt64-time.Now().UnixMilli() {
 		return 0, false, false
 	}
-	return time.Duration(n) * unit, opt == "EXAT" || opt == "PXAT", true
+	return time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, abs, true
 }
 
 func txSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
@@ -183,11 +185,16 @@ func setEx(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, nam
 		c.w.Error(errNotInt)
 		return
 	}
-	if n <= 0 || n > int64(math.MaxInt64/unit) || unit == time.Second && n > math.MaxInt64/1000/int64(time.Millisecond) {
+	opt := "PX"
+	if unit == time.Second {
+		opt = "EX"
+	}
+	d, _, ok := expiryArg(opt, n)
+	if !ok {
 		c.w.Error(invalidExpire(name))
 		return
 	}
-	tx.PutTTL(string(a[1]), clone(a[3]), time.Duration(n)*unit)
+	tx.PutTTL(string(a[1]), clone(a[3]), min(d, time.Until(lastExpiry())))
 	c.w.Simple("OK")
 }
 
