@@ -36,9 +36,12 @@ func cmdPing(s *server, c *client, a [][]byte) {
 	}
 }
 
+// checkPass checks a user and password (user nil: the default user). With
+// no password configured the default user has none: any password is its,
+// as in Redis.
 func (s *server) checkPass(user, pass []byte) bool {
 	if s.cfg.requirepass == "" {
-		return false
+		return string(user) == "default"
 	}
 	return (user == nil || string(user) == "default") &&
 		subtle.ConstantTimeCompare(pass, []byte(s.cfg.requirepass)) == 1
@@ -51,7 +54,7 @@ func cmdAuth(s *server, c *client, a [][]byte) {
 		c.w.Error(errSyntax)
 		return
 	}
-	if s.cfg.requirepass == "" {
+	if s.cfg.requirepass == "" && len(a) == 2 {
 		c.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
@@ -169,29 +172,48 @@ func validName(b []byte) bool {
 	return true
 }
 
+// clientArity is the number of arguments of each CLIENT subcommand, the
+// command's name and the subcommand's included.
+var clientArity = map[string]int{"SETNAME": 3, "GETNAME": 2, "ID": 2, "SETINFO": 4}
+
 func cmdClient(s *server, c *client, a [][]byte) {
 	sub := strings.ToUpper(string(a[1]))
-	switch {
-	case sub == "SETNAME" && len(a) == 3:
+	if !subArity(c, "client", a, clientArity[sub]) {
+		return
+	}
+	switch sub {
+	case "SETNAME":
 		if !validName(a[2]) {
 			c.w.Error(errClientName)
 			return
 		}
 		c.name = string(a[2])
 		c.w.Simple("OK")
-	case sub == "GETNAME" && len(a) == 2:
+	case "GETNAME":
 		if c.name == "" {
 			c.w.Null()
 		} else {
 			c.w.BulkString(c.name)
 		}
-	case sub == "ID" && len(a) == 2:
+	case "ID":
 		c.w.Int(c.id)
-	case sub == "SETINFO" && len(a) == 4:
+	case "SETINFO":
 		c.w.Simple("OK")
-	default:
-		c.w.Error("ERR unknown subcommand or wrong number of arguments for '" + string(a[1]) + "'. Try CLIENT HELP.")
 	}
+}
+
+// subArity checks a subcommand of cmd, whose arity (as Redis counts it) is
+// arity, 0 for one that does not exist. It replies Redis's error.
+func subArity(c *client, cmd string, a [][]byte, arity int) bool {
+	switch {
+	case arity == 0:
+		c.w.Error("ERR unknown subcommand '" + trunc(a[1], 128) + "'. Try " + strings.ToUpper(cmd) + " HELP.")
+	case arity > 0 && len(a) != arity || arity < 0 && len(a) < -arity:
+		c.w.Error("ERR wrong number of arguments for '" + cmd + "|" + strings.ToLower(string(a[1])) + "' command")
+	default:
+		return true
+	}
+	return false
 }
 
 // cmdCommand answers what redis-cli and client libraries ask at start:
@@ -201,6 +223,9 @@ func cmdCommand(s *server, c *client, a [][]byte) {
 	sub := ""
 	if len(a) > 1 {
 		sub = strings.ToUpper(string(a[1]))
+		if !subArity(c, "command", a, map[string]int{"COUNT": 2, "DOCS": -2}[sub]) {
+			return
+		}
 	}
 	switch sub {
 	case "":
@@ -214,8 +239,6 @@ func cmdCommand(s *server, c *client, a [][]byte) {
 		c.w.Int(int64(len(commands)))
 	case "DOCS":
 		c.w.Array(0)
-	default:
-		c.w.Error("ERR unknown subcommand '" + string(a[1]) + "'. Try COMMAND HELP.")
 	}
 }
 

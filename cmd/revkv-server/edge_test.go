@@ -185,6 +185,24 @@ var edgeSteps = []struct {
 	{[]any{"hello", "9223372036854775808"}, "error: ERR Protocol version is not an integer or out of range"},
 	{[]any{"hello", "-1"}, "error: NOPROTO unsupported protocol version"},
 	{[]any{"hello", "x"}, "error: ERR Protocol version is not an integer or out of range"},
+	// AUTH and HELLO without a password configured: the default user has
+	// none, so any password is its.
+	{[]any{"auth", "x"}, "error: ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"},
+	{[]any{"auth", "default", "x"}, "OK"},
+	{[]any{"auth", "someone", "x"}, "error: WRONGPASS invalid username-password pair or user is disabled."},
+	{[]any{"auth", "a", "b", "c"}, "error: ERR syntax error"},
+	{[]any{"hello", "2", "auth", "someone", "x"}, "error: WRONGPASS invalid username-password pair or user is disabled."},
+	{[]any{"hello", "2", "auth", "default"}, "error: ERR Syntax error in HELLO option 'auth'"},
+	// Subcommands: unknown, and known with the wrong number of arguments.
+	{[]any{"client", "bogus"}, "error: ERR unknown subcommand 'bogus'. Try CLIENT HELP."},
+	{[]any{"client", "setname"}, "error: ERR wrong number of arguments for 'client|setname' command"},
+	{[]any{"client", "GETNAME", "x"}, "error: ERR wrong number of arguments for 'client|getname' command"},
+	{[]any{"client", "id", "x"}, "error: ERR wrong number of arguments for 'client|id' command"},
+	{[]any{"client", "setname", "a b"}, "error: ERR Client names cannot contain spaces, newlines or special characters."},
+	{[]any{"client", "setname", "n"}, "OK"},
+	{[]any{"client", "getname"}, "n"},
+	{[]any{"command", "count", "x"}, "error: ERR wrong number of arguments for 'command|count' command"},
+	{[]any{"command", "bogus"}, "error: ERR unknown subcommand 'bogus'. Try COMMAND HELP."},
 }
 
 func TestEdgeArguments(t *testing.T) {
