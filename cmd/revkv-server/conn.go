@@ -20,8 +20,8 @@ func init() {
 		&command{name: "select", arity: 2, conn: cmdSelect},
 		&command{name: "time", arity: 1, conn: cmdTime},
 		&command{name: "info", arity: -1, conn: cmdInfo},
-		&command{name: "command", arity: -1, conn: cmdCommand},
-		&command{name: "client", arity: -2, conn: cmdClient},
+		&command{name: "command", arity: -1, conn: cmdCommand, sub: map[string]int{"COUNT": 2, "DOCS": -2}},
+		&command{name: "client", arity: -2, conn: cmdClient, sub: map[string]int{"SETNAME": 3, "GETNAME": 2, "ID": 2, "SETINFO": 4}},
 	)
 }
 
@@ -172,16 +172,8 @@ func validName(b []byte) bool {
 	return true
 }
 
-// clientArity is the number of arguments of each CLIENT subcommand, the
-// command's name and the subcommand's included.
-var clientArity = map[string]int{"SETNAME": 3, "GETNAME": 2, "ID": 2, "SETINFO": 4}
-
 func cmdClient(s *server, c *client, a [][]byte) {
-	sub := strings.ToUpper(string(a[1]))
-	if !subArity(c, "client", a, clientArity[sub]) {
-		return
-	}
-	switch sub {
+	switch strings.ToUpper(string(a[1])) { // dispatch checked the subcommand and its arity
 	case "SETNAME":
 		if !validName(a[2]) {
 			c.w.Error(errClientName)
@@ -222,10 +214,7 @@ func subArity(c *client, cmd string, a [][]byte, arity int) bool {
 func cmdCommand(s *server, c *client, a [][]byte) {
 	sub := ""
 	if len(a) > 1 {
-		sub = strings.ToUpper(string(a[1]))
-		if !subArity(c, "command", a, map[string]int{"COUNT": 2, "DOCS": -2}[sub]) {
-			return
-		}
+		sub = strings.ToUpper(string(a[1])) // dispatch checked it and its arity
 	}
 	switch sub {
 	case "":

@@ -203,6 +203,13 @@ var edgeSteps = []struct {
 	{[]any{"client", "getname"}, "n"},
 	{[]any{"command", "count", "x"}, "error: ERR wrong number of arguments for 'command|count' command"},
 	{[]any{"command", "bogus"}, "error: ERR unknown subcommand 'bogus'. Try COMMAND HELP."},
+	// A subcommand is checked when MULTI queues it, as the command is.
+	{[]any{"multi"}, "OK"},
+	{[]any{"client", "bogus"}, "error: ERR unknown subcommand 'bogus'. Try CLIENT HELP."},
+	{[]any{"exec"}, "error: EXECABORT Transaction discarded because of previous errors."},
+	{[]any{"multi"}, "OK"},
+	{[]any{"client", "getname", "x"}, "error: ERR wrong number of arguments for 'client|getname' command"},
+	{[]any{"exec"}, "error: EXECABORT Transaction discarded because of previous errors."},
 }
 
 func TestEdgeArguments(t *testing.T) {
