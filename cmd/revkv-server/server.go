@@ -145,6 +145,7 @@ func (s *server) handle(c *client) {
 	}()
 	var sets []pendingSet
 	for {
+		c.rd.Unauthenticated = !c.authed
 		args, err := c.rd.ReadCommand()
 		if err != nil {
 			s.setAll(c, sets)
