@@ -22,6 +22,8 @@ const (
 	DefaultMaxBulk = 512 << 20 // proto-max-bulk-len
 	MaxInline      = 64 << 10  // PROTO_INLINE_MAX_SIZE
 	MaxArgs        = 1 << 20   // a multibulk count above this is refused
+	UnauthArgs     = 10        // the most arguments before authentication
+	UnauthBulk     = 16 << 10  // the longest bulk string before authentication
 )
 
 // Reader reads commands from a connection: it reads into its buffer and
@@ -31,9 +33,13 @@ type Reader struct {
 	r io.Reader
 	// MaxBulk bounds one bulk string (DefaultMaxBulk unless set).
 	MaxBulk int64
-	p       parser
-	buf     []byte // what was read; buf[off:] is not parsed yet
-	off     int
+	// Unauthenticated bounds the next commands to what AUTH needs, as
+	// Redis bounds a client that has not authenticated: UnauthArgs
+	// arguments, UnauthBulk bytes each.
+	Unauthenticated bool
+	p               parser
+	buf             []byte // what was read; buf[off:] is not parsed yet
+	off             int
 }
 
 // readSize is the buffer a Reader starts with, and the least it grows by.
@@ -68,7 +74,7 @@ func (rd *Reader) ReadCommand() ([][]byte, error) {
 // or nil if there is none yet; it never reads. An error is a
 // *ProtocolError: the connection cannot be read further.
 func (rd *Reader) next() ([][]byte, error) {
-	rd.p.maxBulk = rd.MaxBulk
+	rd.p.maxBulk, rd.p.unauth = rd.MaxBulk, rd.Unauthenticated
 	for {
 		args, n, err := rd.p.parse(rd.buf[rd.off:])
 		if err != nil || n == 0 {
@@ -117,6 +123,7 @@ func (rd *Reader) fill() error {
 // so that a command arriving a byte at a time is parsed in linear time.
 type parser struct {
 	maxBulk int64 // bounds one bulk string
+	unauth  bool  // bounds commands to UnauthArgs and UnauthBulk
 	// The multibulk command in progress, while want > 0: its number of
 	// arguments, where the next argument's header starts, and the start
 	// and end of each argument read so far.
@@ -152,6 +159,9 @@ func (p *parser) parse(buf []byte) (args [][]byte, n int, err error) {
 		if !ok || count > MaxArgs {
 			return nil, 0, &ProtocolError{"invalid multibulk length"}
 		}
+		if count > UnauthArgs && p.unauth {
+			return nil, 0, &ProtocolError{"unauthenticated multibulk length"}
+		}
 		if count <= 0 {
 			return nil, n, nil
 		}
@@ -172,6 +182,9 @@ func (p *parser) parse(buf []byte) (args [][]byte, n int, err error) {
 		size, ok := parseLen(line[1:])
 		if !ok || size < 0 || size > p.maxBulk {
 			return nil, 0, p.fail(&ProtocolError{"invalid bulk length"})
+		}
+		if size > UnauthBulk && p.unauth {
+			return nil, 0, p.fail(&ProtocolError{"unauthenticated bulk length"})
 		}
 		start := p.next + n
 		if int64(len(buf)-start) < size+2 {

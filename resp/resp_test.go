@@ -148,3 +148,21 @@ func BenchmarkReadCommand(b *testing.B) {
 		}
 	}
 }
+
+// Unauthenticated: what AUTH needs and no more, with Redis's texts.
+func TestUnauthenticated(t *testing.T) {
+	for _, tc := range []struct{ in, err string }{
+		{"*11\r\n", "Protocol error: unauthenticated multibulk length"},
+		{"*2\r\n$4\r\nauth\r\n$16385\r\n", "Protocol error: unauthenticated bulk length"},
+		{"*10\r\n" + strings.Repeat("$16384\r\n"+strings.Repeat("x", 16384)+"\r\n", 10), ""},
+	} {
+		rd := NewReader(strings.NewReader(tc.in))
+		rd.Unauthenticated = true
+		_, err := rd.ReadCommand()
+		if tc.err == "" {
+			require.NoError(t, err)
+			continue
+		}
+		require.EqualError(t, err, tc.err)
+	}
+}

@@ -21,6 +21,10 @@ type command struct {
 	read  func(c *client, r reader, args [][]byte)
 	write func(c *client, tx *revkv.Txn[[]byte], args [][]byte)
 	conn  func(s *server, c *client, args [][]byte)
+	// sub, for a command with subcommands, is each one's arity (the
+	// command's name and the subcommand's included). Like the command's
+	// own arity, it is checked before MULTI queues the command.
+	sub map[string]int
 }
 
 // reader is what read commands need: the store (storeReader), or a
@@ -80,6 +84,7 @@ var notQueued = map[string]bool{"multi": true, "exec": true, "discard": true, "w
 var noAuth = map[string]bool{"auth": true, "hello": true, "quit": true}
 
 func (s *server) dispatch(c *client, args [][]byte) {
+	defer s.contain(c, c.w.Len(), 1)
 	cmd := lookup(args[0])
 	if cmd == nil {
 		if c.inMulti {
@@ -97,6 +102,12 @@ func (s *server) dispatch(c *client, args [][]byte) {
 			c.dirty = true
 		}
 		c.w.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
+		return
+	}
+	if cmd.sub != nil && len(args) > 1 && !subArity(c, cmd.name, args, cmd.sub[strings.ToUpper(string(args[1]))]) {
+		if c.inMulti {
+			c.dirty = true
+		}
 		return
 	}
 	if c.inMulti && !notQueued[cmd.name] { // c.inMulti first, as above

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/subtle"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -19,8 +20,8 @@ func init() {
 		&command{name: "select", arity: 2, conn: cmdSelect},
 		&command{name: "time", arity: 1, conn: cmdTime},
 		&command{name: "info", arity: -1, conn: cmdInfo},
-		&command{name: "command", arity: -1, conn: cmdCommand},
-		&command{name: "client", arity: -2, conn: cmdClient},
+		&command{name: "command", arity: -1, conn: cmdCommand, sub: map[string]int{"COUNT": 2, "DOCS": -2}},
+		&command{name: "client", arity: -2, conn: cmdClient, sub: map[string]int{"SETNAME": 3, "GETNAME": 2, "ID": 2, "SETINFO": 4}},
 	)
 }
 
@@ -35,9 +36,12 @@ func cmdPing(s *server, c *client, a [][]byte) {
 	}
 }
 
+// checkPass checks a user and password (user nil: the default user). With
+// no password configured the default user has none: any password is its,
+// as in Redis.
 func (s *server) checkPass(user, pass []byte) bool {
 	if s.cfg.requirepass == "" {
-		return false
+		return string(user) == "default"
 	}
 	return (user == nil || string(user) == "default") &&
 		subtle.ConstantTimeCompare(pass, []byte(s.cfg.requirepass)) == 1
@@ -50,7 +54,7 @@ func cmdAuth(s *server, c *client, a [][]byte) {
 		c.w.Error(errSyntax)
 		return
 	}
-	if s.cfg.requirepass == "" {
+	if s.cfg.requirepass == "" && len(a) == 2 {
 		c.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
@@ -135,12 +139,15 @@ func cmdSelect(s *server, c *client, a [][]byte) {
 	}
 }
 
-// dbArg checks a database number: only 0 exists. It replies the error.
+// dbArg checks a database number as Redis does: an int32, then one that
+// exists (only 0 does). It replies the error.
 func dbArg(c *client, b []byte) bool {
 	db, ok := parseInt(b)
 	switch {
 	case !ok:
 		c.w.Error(errNotInt)
+	case db < math.MinInt32 || db > math.MaxInt32:
+		c.w.Error("ERR value is out of range, value must between -2147483648 and 2147483647")
 	case db != 0:
 		c.w.Error(errDBIndex)
 	}
@@ -166,28 +173,39 @@ func validName(b []byte) bool {
 }
 
 func cmdClient(s *server, c *client, a [][]byte) {
-	sub := strings.ToUpper(string(a[1]))
-	switch {
-	case sub == "SETNAME" && len(a) == 3:
+	switch strings.ToUpper(string(a[1])) { // dispatch checked the subcommand and its arity
+	case "SETNAME":
 		if !validName(a[2]) {
 			c.w.Error(errClientName)
 			return
 		}
 		c.name = string(a[2])
 		c.w.Simple("OK")
-	case sub == "GETNAME" && len(a) == 2:
+	case "GETNAME":
 		if c.name == "" {
 			c.w.Null()
 		} else {
 			c.w.BulkString(c.name)
 		}
-	case sub == "ID" && len(a) == 2:
+	case "ID":
 		c.w.Int(c.id)
-	case sub == "SETINFO" && len(a) == 4:
+	case "SETINFO":
 		c.w.Simple("OK")
-	default:
-		c.w.Error("ERR unknown subcommand or wrong number of arguments for '" + string(a[1]) + "'. Try CLIENT HELP.")
 	}
+}
+
+// subArity checks a subcommand of cmd, whose arity (as Redis counts it) is
+// arity, 0 for one that does not exist. It replies Redis's error.
+func subArity(c *client, cmd string, a [][]byte, arity int) bool {
+	switch {
+	case arity == 0:
+		c.w.Error("ERR unknown subcommand '" + trunc(a[1], 128) + "'. Try " + strings.ToUpper(cmd) + " HELP.")
+	case arity > 0 && len(a) != arity || arity < 0 && len(a) < -arity:
+		c.w.Error("ERR wrong number of arguments for '" + cmd + "|" + strings.ToLower(string(a[1])) + "' command")
+	default:
+		return true
+	}
+	return false
 }
 
 // cmdCommand answers what redis-cli and client libraries ask at start:
@@ -196,7 +214,7 @@ func cmdClient(s *server, c *client, a [][]byte) {
 func cmdCommand(s *server, c *client, a [][]byte) {
 	sub := ""
 	if len(a) > 1 {
-		sub = strings.ToUpper(string(a[1]))
+		sub = strings.ToUpper(string(a[1])) // dispatch checked it and its arity
 	}
 	switch sub {
 	case "":
@@ -210,8 +228,6 @@ func cmdCommand(s *server, c *client, a [][]byte) {
 		c.w.Int(int64(len(commands)))
 	case "DOCS":
 		c.w.Array(0)
-	default:
-		c.w.Error("ERR unknown subcommand '" + string(a[1]) + "'. Try COMMAND HELP.")
 	}
 }
 
@@ -260,7 +276,8 @@ func cmdInfo(s *server, c *client, a [][]byte) {
 	section("Stats",
 		fmt.Sprintf("total_connections_received:%d", s.stats.connections.Load()),
 		fmt.Sprintf("total_commands_processed:%d", commands),
-		fmt.Sprintf("rejected_connections:%d", s.stats.rejected.Load()))
+		fmt.Sprintf("rejected_connections:%d", s.stats.rejected.Load()),
+		fmt.Sprintf("panics_recovered:%d", s.stats.panics.Load()))
 	keys := s.store.Len()
 	ks := []string{}
 	if keys > 0 {

@@ -1,18 +1,27 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/revkv/revkv"
 )
 
-// FuzzServer writes arbitrary bytes on a connection: the server never
-// panics, answers or closes, and lets the connection go when the client
-// does; the next input finds it serving.
+// FuzzServer feeds one server, input after input, what the fuzzer draws:
+// once as raw bytes on a connection, and once as commands (each line of
+// the input a command, its words split at spaces, sent as RESP frames so
+// that any byte may be in an argument) on another. After each input:
+// no command panicked (the server would recover, so panics are counted
+// rather than crashing), the connections were let go once their clients
+// closed them, a new connection gets PONG, and a key written before the
+// input still holds its value unless a revision on the record changed it.
 func FuzzServer(f *testing.F) {
 	for _, seed := range []string{
 		"PING\r\n",
@@ -25,26 +34,122 @@ func FuzzServer(f *testing.F) {
 		"*1\r\n$99999999999\r\n",
 		"*2\r\n$3\r\nGET\r\n$-1\r\n",
 		"HELLO 2 AUTH default x SETNAME n\r\nCLIENT SETNAME x\r\nINFO\r\nCOMMAND\r\nFLUSHALL\r\nQUIT\r\n",
+		// Integer edges: the arithmetic on what a client sends.
+		"SET s hello\nSETRANGE s 9223372036854775807 A\nSETRANGE s 9223372036854775806 AB\nGETRANGE s -9223372036854775808 9223372036854775807\n",
+		"SET n 9223372036854775807\nINCR n\nDECRBY n -9223372036854775808\nINCRBY n -9223372036854775808\nAPPEND n x\n",
+		"SET f inf\nINCRBYFLOAT f -inf\nINCRBYFLOAT g 0x1p16383\nINCRBYFLOAT g 0x1p16383\nINCRBYFLOAT g 1e-5000\n",
+		"SET k v EX 9223372036854\nSET k v PXAT 9223372036854775807\nGETEX k EXAT 9223372036854775\nSETEX k 9223372036854 v\nPSETEX k 9223372036854775807 v\n",
+		"EXPIRE k -9223372036854775808\nPEXPIRE k 9223372036854775807\nEXPIREAT k 9223372036854775\nPEXPIREAT k -9223372036854775808\nTTL k\nEXPIRETIME k\n",
+		"SCAN -1\nSCAN 18446744073709551615 COUNT 9223372036854775807\nSCAN 0 COUNT -9223372036854775808 MATCH *\nSELECT 2147483648\nCOPY k d DB -1\n",
+		"REVKV.GETASOF k -9223372036854775808\nREVKV.GETAT k 9223372036854775807\nREVKV.HISTORY k COUNT 9223372036854775807\nREVKV.CHANGES k 9223372036854775807 -9223372036854775808\n",
+		"MULTI\nSET a 1\nSETRANGE a 9223372036854775807 x\nINCRBYFLOAT a inf\nEXEC\nGET a\n",
 	} {
 		f.Add([]byte(seed))
 	}
-	s := newServer(revkv.New[[]byte](), config{maxValue: 1 << 16}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var logs syncBuffer
+	s := newServer(revkv.New[[]byte](), config{maxValue: 1 << 16}, slog.New(slog.NewTextHandler(&logs, nil)))
 	f.Cleanup(func() { s.store.Close() })
+	n := 0
 	f.Fuzz(func(t *testing.T, in []byte) {
-		client, conn := net.Pipe()
-		s.accept(conn)
-		replies := make(chan struct{})
-		go func() { io.Copy(io.Discard, client); close(replies) }()
-		client.SetWriteDeadline(time.Now().Add(2 * time.Second))
-		client.Write(in)
-		client.Close()
-		<-replies
-		done := make(chan struct{})
-		go func() { s.conns.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("the connection was not let go after the client closed it; input %q", in)
+		n++
+		key, value := "fuzz:earlier", []byte(strconv.Itoa(n))
+		rev, err := s.store.Put(key, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		session(t, s, in)
+		session(t, s, frames(in))
+		if p := s.stats.panics.Load(); p > 0 {
+			t.Fatalf("%d panics recovered; input %q\n%s", p, in, logs.String())
+		}
+		if reply := ping(s); reply != "+PONG\r\n" {
+			t.Fatalf("PING after the input got %q; input %q", reply, in)
+		}
+		if v, ok := s.store.Get(key); !ok || !bytes.Equal(v, value) {
+			changed := s.store.Floor() > rev // compacted past it: nothing to tell by
+			for _, e := range s.store.History(key) {
+				changed = changed || e.Rev > rev
+			}
+			if !changed {
+				t.Fatalf("%s was %q, is %q (found %v) with no revision on the record; input %q", key, value, v, ok, in)
+			}
 		}
 	})
+}
+
+// session writes in on a new connection and closes it; the server must
+// let the connection go.
+func session(t *testing.T, s *server, in []byte) {
+	client, conn := net.Pipe()
+	s.accept(conn)
+	read := make(chan struct{})
+	go func() { io.Copy(io.Discard, client); close(read) }()
+	client.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	client.Write(in)
+	client.Close()
+	<-read
+	done := make(chan struct{})
+	go func() { s.conns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the connection was not let go after the client closed it; input %q", in)
+	}
+}
+
+// ping sends PING on a new connection and returns the reply.
+func ping(s *server) string {
+	client, conn := net.Pipe()
+	s.accept(conn)
+	defer client.Close()
+	client.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := client.Write([]byte("PING\r\n")); err != nil {
+		return err.Error()
+	}
+	reply := make([]byte, 7)
+	if _, err := io.ReadFull(client, reply); err != nil {
+		return err.Error()
+	}
+	return string(reply)
+}
+
+// frames turns each line of in into a RESP command of its space-separated
+// words, any bytes in them.
+func frames(in []byte) []byte {
+	var b bytes.Buffer
+	for _, line := range bytes.Split(in, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		var args [][]byte
+		for _, w := range bytes.Split(line, []byte(" ")) {
+			if len(w) > 0 {
+				args = append(args, w)
+			}
+		}
+		if len(args) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+	}
+	return b.Bytes()
+}
+
+// syncBuffer is a log the server's connections write to at once.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (sb *syncBuffer) Write(p []byte) (int, error) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.b.Write(p)
+}
+
+func (sb *syncBuffer) String() string {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.b.String()
 }

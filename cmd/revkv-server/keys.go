@@ -294,8 +294,8 @@ func (cs *cursors) get(id uint64) (string, bool) {
 
 func cmdScan(c *client, r reader, a [][]byte) {
 	s := c.srv
-	id, err := strconv.ParseUint(string(a[1]), 10, 64)
-	if err != nil {
+	id, ok := scanCursor(a[1])
+	if !ok {
 		c.w.Error("ERR invalid cursor")
 		return
 	}
@@ -365,6 +365,27 @@ func cmdScan(c *client, r reader, a [][]byte) {
 	for _, k := range keys {
 		c.w.BulkString(k)
 	}
+}
+
+// scanCursor reads a cursor as Redis 7.0 does (strtoul): "" is 0, a sign
+// may lead and a minus wraps (-1 is 2^64-1, a cursor never handed out);
+// spaces, other bytes and what is past 2^64-1 are not cursors.
+func scanCursor(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if b[0] == '+' || b[0] == '-' {
+		b = b[1:]
+	}
+	n, err := strconv.ParseUint(string(b), 10, 64) // no sign, no space, no '_' in base 10
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 func cmdRandomKey(c *client, r reader, _ [][]byte) {

@@ -61,7 +61,8 @@ func cmdUnwatch(s *server, c *client, _ [][]byte) {
 }
 
 // cmdExec runs the queued commands in one Update: none of another client's
-// writes come between them, and all of their writes commit together. A
+// writes come between them, and all of their writes commit together (a
+// panic in one of them writes none: EXEC answers -ERR internal error). A
 // command's own error (a wrong type of value, say) is its reply and does
 // not stop the others, as in Redis. Commands on the connection or the
 // server (PING, SELECT, INFO, REVKV.*...) run after it, in their places in
@@ -114,7 +115,7 @@ func cmdExec(s *server, c *client, _ [][]byte) {
 	}
 	for i, args := range queued {
 		if replies[i] == nil {
-			lookup(args[0]).conn(s, c, args)
+			s.runConn(c, lookup(args[0]), args)
 			replies[i] = c.w.Take(mark)
 		}
 	}
@@ -122,4 +123,11 @@ func cmdExec(s *server, c *client, _ [][]byte) {
 	for _, r := range replies {
 		c.w.Raw(r)
 	}
+}
+
+// runConn runs a command on the connection queued by MULTI: a panic in it
+// is its own slot's error, not EXEC's (the Update is already committed).
+func (s *server) runConn(c *client, cmd *command, args [][]byte) {
+	defer s.contain(c, c.w.Len(), 1)
+	cmd.conn(s, c, args)
 }

@@ -44,11 +44,13 @@ type server struct {
 	closing bool
 	conns   sync.WaitGroup // one per client goroutine
 
-	cursors cursors
-	stats   struct {
+	cursors    cursors
+	panicSites sites // where recovered panics came from, for the log
+	stats      struct {
 		commands    atomic.Int64
 		connections atomic.Int64
 		rejected    atomic.Int64
+		panics      atomic.Int64 // commands' panics recovered (contain.go)
 	}
 }
 
@@ -131,6 +133,9 @@ func (s *server) accept(conn net.Conn) {
 // write), or once they pass 64 KiB.
 func (s *server) handle(c *client) {
 	defer func() {
+		if p := recover(); p != nil { // outside any command: the connection is beyond repair
+			s.recovered(c, p)
+		}
 		c.conn.Close()
 		s.mu.Lock()
 		delete(s.clients, c)
@@ -140,6 +145,7 @@ func (s *server) handle(c *client) {
 	}()
 	var sets []pendingSet
 	for {
+		c.rd.Unauthenticated = !c.authed
 		args, err := c.rd.ReadCommand()
 		if err != nil {
 			s.setAll(c, sets)
@@ -192,9 +198,12 @@ const maxSetRun = 128
 // setAll applies a run of plain SETs in one Update and replies to each; it
 // returns sets emptied for reuse.
 func (s *server) setAll(c *client, sets []pendingSet) []pendingSet {
-	switch len(sets) {
-	case 0:
+	if len(sets) == 0 {
 		return sets
+	}
+	defer clear(sets)
+	defer s.contain(c, c.w.Len(), len(sets)) // after a panic, nil: the run is answered
+	switch len(sets) {
 	case 1: // nothing to share: one Put
 		if _, err := s.store.Put(sets[0].key, sets[0].value); err != nil {
 			c.w.Error(storeError(err))
@@ -218,7 +227,6 @@ func (s *server) setAll(c *client, sets []pendingSet) []pendingSet {
 			}
 		}
 	}
-	clear(sets)
 	return sets[:0]
 }
 

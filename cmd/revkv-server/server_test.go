@@ -402,3 +402,24 @@ func TestGoRedisDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "2", c.Get(ctx, "n").Val())
 }
+
+// Before AUTH, with --requirepass, a client may send what AUTH needs and
+// no more, as in Redis: 10 arguments, 16 KiB each. It cannot make the
+// server hold 512 MB for it without the password.
+func TestUnauthenticatedLimits(t *testing.T) {
+	_, addr := startServer(t, config{requirepass: "sesame"})
+	send := func(raw string) string {
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(conn, raw)
+		out, _ := io.ReadAll(conn) // the server closes it, or QUIT does
+		return string(out)
+	}
+	require.Equal(t, "-ERR Protocol error: unauthenticated multibulk length\r\n", send("*11\r\n"))
+	require.Equal(t, "-ERR Protocol error: unauthenticated bulk length\r\n", send("*2\r\n$4\r\nauth\r\n$16385\r\n"))
+	require.Equal(t, "-NOAUTH Authentication required.\r\n+OK\r\n", send("*10\r\n"+strings.Repeat("$3\r\nget\r\n", 10)+"QUIT\r\n"))
+	big := strings.Repeat("x", 20000)
+	require.Equal(t, "+OK\r\n+OK\r\n+OK\r\n", send("AUTH sesame\r\n*3\r\n$3\r\nset\r\n$1\r\nk\r\n$20000\r\n"+big+"\r\nQUIT\r\n"), "no limit once authenticated")
+}

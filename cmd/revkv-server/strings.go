@@ -101,23 +101,25 @@ func parseSet(a [][]byte) (o setOpts, errMsg string) {
 }
 
 // expiryArg turns an EX/PX/EXAT/PXAT argument into a duration (abs: since
-// the Unix epoch), refusing what Redis refuses: n <= 0, and what overflows
-// milliseconds.
+// the Unix epoch), refusing what Redis refuses: n <= 0, seconds that
+// overflow milliseconds, and a relative expiry that overflows once now is
+// added to it. What a Duration cannot hold (292 years) is as far as it
+// goes: callers keep an expiry past the store's clock at its end anyway.
 func expiryArg(opt string, n int64) (d time.Duration, abs, ok bool) {
 	if n <= 0 {
 		return 0, false, false
 	}
-	unit := time.Millisecond
 	if opt == "EX" || opt == "EXAT" {
 		if n > math.MaxInt64/1000 {
 			return 0, false, false
 		}
 		n *= 1000
 	}
-	if n > int64(math.MaxInt64/unit) {
+	abs = opt == "EXAT" || opt == "PXAT"
+	if !abs && n > math.MaxInt64-time.Now().UnixMilli() {
 		return 0, false, false
 	}
-	return time.Duration(n) * unit, opt == "EXAT" || opt == "PXAT", true
+	return time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, abs, true
 }
 
 func txSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
@@ -183,11 +185,16 @@ func setEx(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, nam
 		c.w.Error(errNotInt)
 		return
 	}
-	if n <= 0 || n > int64(math.MaxInt64/unit) || unit == time.Second && n > math.MaxInt64/1000/int64(time.Millisecond) {
+	opt := "PX"
+	if unit == time.Second {
+		opt = "EX"
+	}
+	d, _, ok := expiryArg(opt, n)
+	if !ok {
 		c.w.Error(invalidExpire(name))
 		return
 	}
-	tx.PutTTL(string(a[1]), clone(a[3]), time.Duration(n)*unit)
+	tx.PutTTL(string(a[1]), clone(a[3]), min(d, time.Until(lastExpiry())))
 	c.w.Simple("OK")
 }
 
@@ -358,8 +365,12 @@ func cmdIncrByFloat(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 			return
 		}
 	}
+	if cur.IsInf() || incr.IsInf() { // inf, or inf - inf: no number (and big.Float panics on the latter)
+		c.w.Error("ERR increment would produce NaN or Infinity")
+		return
+	}
 	cur.Add(cur, incr)
-	if cur.IsInf() || cur.MantExp(nil) > 16384 {
+	if cur.MantExp(nil) > maxLongDoubleExp {
 		c.w.Error("ERR increment would produce NaN or Infinity")
 		return
 	}
@@ -368,31 +379,67 @@ func cmdIncrByFloat(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		v = bytes.TrimRight(v, "0")
 		v = bytes.TrimSuffix(v, []byte("."))
 	}
+	if string(v) == "-0" { // as Redis: never a negative zero
+		v = v[1:]
+	}
 	putKeepTTL(tx, key, v, e, exists)
 	c.w.Bulk(v)
 }
 
-// parseLongDouble parses a float to a long double's precision, refusing
-// what Redis refuses: spaces, NaN, and what is not a number.
+// parseLongDouble parses a float as Redis does (strtold, to a long
+// double's precision): decimal, hex ("0x1.8p1"), and inf or infinity in any
+// case; not NaN, not a space before or after, nothing past a long double's
+// range either way (5,120 bytes at most).
 func parseLongDouble(b []byte) (*big.Float, bool) {
-	if len(b) == 0 || b[0] == ' ' || b[len(b)-1] == ' ' {
+	if len(b) == 0 || len(b) >= 5<<10 || isSpace(b[0]) {
 		return nil, false
 	}
-	f, _, err := big.ParseFloat(string(b), 10, 64, big.ToNearestEven)
+	s := string(b)
+	sign, body := "", s
+	if s[0] == '+' || s[0] == '-' {
+		sign, body = s[:1], s[1:]
+	}
+	var f *big.Float
+	var err error
+	switch lower := strings.ToLower(body); {
+	case lower == "inf" || lower == "infinity":
+		return new(big.Float).SetInf(sign == "-"), true
+	case strings.HasPrefix(lower, "0x"):
+		if strings.ContainsRune(lower, '_') { // base 0 takes 0x1_0; strtold does not
+			return nil, false
+		}
+		f, _, err = big.ParseFloat(s, 0, 64, big.ToNearestEven)
+	default:
+		if strings.ContainsAny(lower, "p_") { // a binary exponent is hex's alone
+			return nil, false
+		}
+		f, _, err = big.ParseFloat(s, 10, 64, big.ToNearestEven)
+	}
 	if err != nil || f.IsInf() {
+		return nil, false
+	}
+	// strtold's ERANGE: past the largest long double, or so small that it
+	// is zero (below the least subnormal, 2^-16445).
+	if exp := f.MantExp(nil); exp > maxLongDoubleExp || f.Sign() != 0 && exp < -16444 {
 		return nil, false
 	}
 	return f, true
 }
 
+// maxLongDoubleExp is the x87 long double's largest binary exponent, as
+// big.Float's MantExp counts it (mantissa in [0.5, 1)).
+const maxLongDoubleExp = 16384
+
+func isSpace(ch byte) bool { return ch == ' ' || '\t' <= ch && ch <= '\r' }
+
 func cmdAppend(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	key := string(a[1])
 	e, ok := tx.GetEntry(key)
-	v := append(append([]byte(nil), e.Value...), a[2]...)
-	if int64(len(v)) > 512<<20 {
+	if int64(len(e.Value))+int64(len(a[2])) > maxString { // before the copy: no 1 GB to refuse
 		c.w.Error(errTooBig)
 		return
 	}
+	v := append(append([]byte(nil), e.Value...), a[2]...)
 	putKeepTTL(tx, key, v, e, ok)
 	c.w.Int(int64(len(v)))
 }
@@ -445,7 +492,7 @@ func cmdSetRange(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		c.w.Int(int64(len(e.Value)))
 		return
 	}
-	if off+int64(len(a[3])) > 512<<20 {
+	if off > maxString-int64(len(a[3])) { // not off+len: that overflows
 		c.w.Error(errTooBig)
 		return
 	}
@@ -457,6 +504,10 @@ func cmdSetRange(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	putKeepTTL(tx, key, v, e, exists)
 	c.w.Int(int64(len(v)))
 }
+
+// maxString is the longest string APPEND and SETRANGE may make: Redis's
+// proto-max-bulk-len, 512 MB.
+const maxString = 512 << 20
 
 func clone(b []byte) []byte { return bytes.Clone(b) }
 
