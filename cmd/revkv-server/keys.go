@@ -199,10 +199,15 @@ func expire(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, ab
 		c.w.Int(1)
 		return
 	}
-	// The store's clock ends in 2262 (Unix nanoseconds in an int64): a later
-	// expiry, which Redis accepts, is kept at that end.
-	d := time.Duration(min(ms-now, int64(lastExpiry().Sub(time.Now())/time.Millisecond))) * time.Millisecond
-	if err := tx.Expire(key, d); err != nil {
+	// EXPIREAT and PEXPIREAT hand the store the instant itself; EXPIRE and
+	// PEXPIRE a TTL from the write's time. The store's clock ends in 2262
+	// (Unix nanoseconds in an int64): a later expiry, which Redis accepts,
+	// is kept at that end.
+	x := absolute(ms)
+	if !abs {
+		x = expiry{ttl: time.Duration(min(ms-now, int64(lastExpiry().Sub(time.Now())/time.Millisecond))) * time.Millisecond}
+	}
+	if err := expireLive(tx, key, x); err != nil {
 		c.w.Error(invalidExpire(name))
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -422,4 +423,52 @@ func TestUnauthenticatedLimits(t *testing.T) {
 	require.Equal(t, "-NOAUTH Authentication required.\r\n+OK\r\n", send("*10\r\n"+strings.Repeat("$3\r\nget\r\n", 10)+"QUIT\r\n"))
 	big := strings.Repeat("x", 20000)
 	require.Equal(t, "+OK\r\n+OK\r\n+OK\r\n", send("AUTH sesame\r\n*3\r\n$3\r\nset\r\n$1\r\nk\r\n$20000\r\n"+big+"\r\nQUIT\r\n"), "no limit once authenticated")
+}
+
+// TestAbsoluteExpiryIsExact: EXAT, PXAT, EXPIREAT, PEXPIREAT and GETEX's
+// EXAT/PXAT hand the store the instant itself, so the key expires at that
+// millisecond, not one before it (as it did when they were turned into a
+// TTL against the server's clock); KEEPTTL keeps the instant exactly; an
+// instant already past deletes the key, as in Redis.
+func TestAbsoluteExpiryIsExact(t *testing.T) {
+	s, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	sec := time.Now().Add(time.Hour).Unix()
+	ms := time.Now().Add(2*time.Hour).UnixMilli() + 7
+	expiresAt := func(key string) time.Time {
+		t.Helper()
+		e, ok := s.store.GetEntry(key)
+		require.True(t, ok, key)
+		return e.ExpiresAt
+	}
+	for _, tc := range []struct {
+		args []any
+		want time.Time
+	}{
+		{[]any{"SET", "a", "v", "EXAT", sec}, time.Unix(sec, 0)},
+		{[]any{"SET", "a", "v", "PXAT", ms}, time.UnixMilli(ms)},
+		{[]any{"SET", "a", "w", "KEEPTTL"}, time.UnixMilli(ms)},
+		{[]any{"EXPIREAT", "a", sec}, time.Unix(sec, 0)},
+		{[]any{"PEXPIREAT", "a", ms + 1}, time.UnixMilli(ms + 1)},
+		{[]any{"GETEX", "a", "EXAT", sec + 1}, time.Unix(sec+1, 0)},
+		{[]any{"GETEX", "a", "PXAT", ms + 2}, time.UnixMilli(ms + 2)},
+		{[]any{"SET", "a", "v", "PXAT", int64(math.MaxInt64)}, time.Unix(0, math.MaxInt64)},
+	} {
+		require.NotContains(t, fmt.Sprint(do(c, tc.args...)), "error", "%v", tc.args)
+		require.True(t, expiresAt("a").Equal(tc.want), "%v: expires at %v, want %v", tc.args, expiresAt("a"), tc.want)
+	}
+	do(c, "PEXPIREAT", "a", ms+2) // PEXPIRETIME answers the millisecond given
+	require.Equal(t, ms+2, do(c, "PEXPIRETIME", "a"))
+	do(c, "EXPIREAT", "a", sec)
+	require.Equal(t, sec, do(c, "EXPIRETIME", "a"))
+
+	past := time.Now().Add(-time.Second).UnixMilli()
+	require.Equal(t, "OK", do(c, "SET", "b", "v", "PXAT", past))
+	require.Nil(t, do(c, "GET", "b"), "an instant past sets and deletes")
+	do(c, "SET", "b", "v")
+	require.Equal(t, int64(1), do(c, "PEXPIREAT", "b", past))
+	require.Nil(t, do(c, "GET", "b"))
+	do(c, "SET", "b", "v")
+	require.Equal(t, "v", do(c, "GETEX", "b", "PXAT", past))
+	require.Nil(t, do(c, "GET", "b"))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"math/big"
 	"strconv"
@@ -52,8 +53,55 @@ func cmdGet(c *client, r reader, a [][]byte) {
 // setOpts are SET's options.
 type setOpts struct {
 	nx, xx, get, keepTTL bool
-	ttl                  time.Duration // > 0: expire after it
-	past                 bool          // EXAT/PXAT before now: set, and gone at once
+	exp                  expiry
+}
+
+// expiry is an expiry argument as the store takes it: a TTL from the
+// write's time (EX, PX, EXPIRE, PEXPIRE), or the instant itself (EXAT,
+// PXAT, EXPIREAT, PEXPIREAT), which the store keeps exactly, with no
+// conversion against the server's clock. The zero expiry sets none.
+type expiry struct {
+	ttl time.Duration // > 0: from the write's time
+	at  time.Time     // not zero: at this instant
+}
+
+func (x expiry) set() bool { return x.ttl > 0 || !x.at.IsZero() }
+
+// absolute is the expiry at Unix milliseconds ms. The store's clock ends
+// in 2262 (Unix nanoseconds in an int64): a later expiry, which Redis
+// accepts, is kept at that end.
+func absolute(ms int64) expiry {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return expiry{at: time.Unix(0, math.MaxInt64)}
+	}
+	return expiry{at: time.UnixMilli(ms)}
+}
+
+// putExpiring writes v under key with the expiry x. An instant not after
+// the write's time (the store says ErrInvalidTTL) sets the key and deletes
+// it at once, as Redis does: both are on the record.
+func putExpiring(tx *revkv.Txn[[]byte], key string, v []byte, x expiry) {
+	if x.at.IsZero() {
+		tx.PutTTL(key, v, x.ttl)
+		return
+	}
+	if err := tx.PutExpiresAt(key, v, x.at); errors.Is(err, revkv.ErrInvalidTTL) {
+		tx.Put(key, v)
+		tx.Delete(key)
+	}
+}
+
+// expireLive gives the live key the expiry x; an instant not after the
+// write's time deletes it, as Redis does.
+func expireLive(tx *revkv.Txn[[]byte], key string, x expiry) error {
+	if x.at.IsZero() {
+		return tx.Expire(key, x.ttl)
+	}
+	err := tx.ExpireAt(key, x.at)
+	if errors.Is(err, revkv.ErrInvalidTTL) {
+		return tx.Delete(key)
+	}
+	return err
 }
 
 // parseSet reads SET's options (after key and value) as Redis does: the
@@ -88,38 +136,36 @@ func parseSet(a [][]byte) (o setOpts, errMsg string) {
 	if !ok {
 		return o, errNotInt
 	}
-	d, abs, ok := expiryArg(exp, n)
+	x, ok := expiryArg(exp, n)
 	if !ok {
 		return o, invalidExpire("set")
 	}
-	if abs {
-		d = time.Until(time.UnixMilli(int64(d / time.Millisecond)))
-		o.past = d <= 0
-	}
-	o.ttl = min(d, time.Until(lastExpiry()))
+	o.exp = x
 	return o, ""
 }
 
-// expiryArg turns an EX/PX/EXAT/PXAT argument into a duration (abs: since
-// the Unix epoch), refusing what Redis refuses: n <= 0, seconds that
-// overflow milliseconds, and a relative expiry that overflows once now is
-// added to it. What a Duration cannot hold (292 years) is as far as it
-// goes: callers keep an expiry past the store's clock at its end anyway.
-func expiryArg(opt string, n int64) (d time.Duration, abs, ok bool) {
+// expiryArg turns an EX/PX/EXAT/PXAT argument into an expiry, refusing
+// what Redis refuses: n <= 0, seconds that overflow milliseconds, and a
+// relative expiry that overflows once now is added to it. A relative one
+// past the store's clock's end is kept at that end.
+func expiryArg(opt string, n int64) (x expiry, ok bool) {
 	if n <= 0 {
-		return 0, false, false
+		return x, false
 	}
 	if opt == "EX" || opt == "EXAT" {
 		if n > math.MaxInt64/1000 {
-			return 0, false, false
+			return x, false
 		}
 		n *= 1000
 	}
-	abs = opt == "EXAT" || opt == "PXAT"
-	if !abs && n > math.MaxInt64-time.Now().UnixMilli() {
-		return 0, false, false
+	if opt == "EXAT" || opt == "PXAT" {
+		return absolute(n), true
 	}
-	return time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, abs, true
+	if n > math.MaxInt64-time.Now().UnixMilli() {
+		return x, false
+	}
+	d := time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
+	return expiry{ttl: min(d, time.Until(lastExpiry()))}, true
 }
 
 func txSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
@@ -146,11 +192,8 @@ func txSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	}
 	v := clone(a[2])
 	switch {
-	case o.past: // set, and gone at once: both on the record, as Redis's WATCH sees it
-		tx.Put(key, v)
-		tx.Delete(key)
-	case o.ttl > 0:
-		tx.PutTTL(key, v, o.ttl)
+	case o.exp.set(): // an instant already past sets and deletes: both on the record, as Redis's WATCH sees it
+		putExpiring(tx, key, v, o.exp)
 	case o.keepTTL:
 		putKeepTTL(tx, key, v, old, exists)
 	default:
@@ -163,7 +206,7 @@ func txSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 // entry, if exists).
 func putKeepTTL(tx *revkv.Txn[[]byte], key string, v []byte, old revkv.Entry[[]byte], exists bool) {
 	if exists && !old.ExpiresAt.IsZero() {
-		tx.PutTTL(key, v, max(time.Until(old.ExpiresAt), time.Millisecond))
+		tx.PutExpiresAt(key, v, old.ExpiresAt) // live: after the write's time
 		return
 	}
 	tx.Put(key, v)
@@ -189,12 +232,12 @@ func setEx(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, nam
 	if unit == time.Second {
 		opt = "EX"
 	}
-	d, _, ok := expiryArg(opt, n)
+	x, ok := expiryArg(opt, n)
 	if !ok {
 		c.w.Error(invalidExpire(name))
 		return
 	}
-	tx.PutTTL(string(a[1]), clone(a[3]), min(d, time.Until(lastExpiry())))
+	putExpiring(tx, string(a[1]), clone(a[3]), x)
 	c.w.Simple("OK")
 }
 
@@ -228,30 +271,21 @@ func cmdGetEx(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		c.w.Null()
 		return
 	}
-	var ttl time.Duration
-	past := false
+	var x expiry
 	if opt != "" {
 		n, ok := parseInt(a[3])
 		if !ok {
 			c.w.Error(errNotInt)
 			return
 		}
-		d, abs, ok := expiryArg(opt, n)
-		if !ok {
+		if x, ok = expiryArg(opt, n); !ok {
 			c.w.Error(invalidExpire("getex"))
 			return
 		}
-		if abs {
-			d = time.Until(time.UnixMilli(int64(d / time.Millisecond)))
-			past = d <= 0
-		}
-		ttl = min(d, time.Until(lastExpiry()))
 	}
 	switch {
-	case past:
-		tx.Delete(key)
-	case ttl > 0:
-		tx.Expire(key, ttl)
+	case x.set():
+		expireLive(tx, key, x)
 	case persist && !e.ExpiresAt.IsZero():
 		tx.Persist(key)
 	}
