@@ -39,8 +39,8 @@ func (s *state[V]) checkpoint() error {
 	h := s.order.Head() // no drain runs: every assigned revision is published
 	// The log's records up to h go to the current segment, and the next
 	// segment starts at h+1; syncing the current one (under SyncNever it
-	// may hold a whole interval of unsynced writes) waits until the write
-	// lock is released.
+	// may hold every write since the last sync) waits until the write lock
+	// is released.
 	var cut *wal.Cut
 	if cur, err := d.w.Current(); err == nil && cur != h.Rev+1 {
 		cut = d.w.Cut()

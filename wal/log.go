@@ -367,18 +367,6 @@ func (w *Writer) Flush() (int, error) {
 	return w.flushLocked()
 }
 
-// TryFlush is Flush if no other Flush, and no rotation (see Cut), is under
-// way; otherwise it returns at once with ok false, and the records stay
-// buffered for the one under way or the next.
-func (w *Writer) TryFlush() (n int, ok bool, err error) {
-	if !w.wmu.TryLock() {
-		return 0, false, nil
-	}
-	defer w.wmu.Unlock()
-	n, err = w.flushLocked()
-	return n, true, err
-}
-
 // flushLocked is Flush for a caller holding wmu.
 func (w *Writer) flushLocked() (int, error) {
 	w.bufMu.Lock()
