@@ -3,6 +3,8 @@ package revkv
 import (
 	"errors"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,7 +131,7 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	if codec == nil {
 		return fail(errors.New("nil codec"))
 	}
-	if err := o.fs.MkdirAll(dir); err != nil {
+	if err := makeDir(o.fs, dir); err != nil {
 		return fail(err)
 	}
 	lock, err := o.fs.Lock(dir)
@@ -165,6 +167,33 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	st.removals, st.removedFloor = nil, st.compactRev
 	st.removedMax.Store(st.compactRev)
 	return st.start(), nil
+}
+
+// makeDir creates dir and the directories above it that are missing,
+// durably: the parent of each one created is synced, and dir's own parent
+// always is (an Open that created dir may have crashed before syncing it),
+// so that a machine crash cannot take the directory, and every write in
+// it, away. It costs Open one sync of the parent.
+func makeDir(fsys vfs.FS, dir string) error {
+	dir = filepath.Clean(dir)
+	parents := []string{filepath.Dir(dir)}
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := fsys.List(d); !errors.Is(err, fs.ErrNotExist) {
+			break // there (or not ours to make: MkdirAll says why)
+		}
+		if d != dir {
+			parents = append(parents, filepath.Dir(d))
+		}
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return err
+	}
+	for _, p := range parents { // deepest first
+		if err := fsys.SyncDir(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // start starts the checkpointer and, under SyncInterval, the syncer.
