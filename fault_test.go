@@ -397,3 +397,62 @@ func TestAsyncFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashAtEveryOperation crashes the file system between every two of
+// its operations in turn, over a workload of single Puts, Updates and
+// checkpoints (each rotating the log to a new segment, writing a snapshot
+// aside, renaming it into place and removing what it covers), Open's own
+// operations included. After each crash the directory must open with the
+// revisions 1..r as written, r at least every revision acknowledged under
+// SyncAlways. Each point is crashed twice: keeping nothing unsynced, and
+// keeping a random part of it (a prefix of each file's unsynced bytes,
+// each unsynced directory change or not). Under SyncNever, nothing is
+// promised at a power cut but the prefix.
+func TestCrashAtEveryOperation(t *testing.T) {
+	for _, mode := range []revkv.SyncMode{revkv.SyncAlways, revkv.SyncNever} {
+		opts := []revkv.Option{revkv.WithSync(mode)}
+		// Count the operations of a run without a crash.
+		m := vfs.NewMem()
+		s, err := revkv.Open("/db", revkv.StringCodec(), append(opts, revkv.WithFS(m))...)
+		require.NoError(t, err)
+		faultWorkload(t, s, nil)
+		require.NoError(t, s.Close())
+		total := m.Ops()
+		step := 1
+		if testing.Short() {
+			step = 3
+		}
+		for k := 0; k <= total; k += step {
+			for _, seed := range []uint64{0, uint64(k) + 1} {
+				var rng *rand.Rand
+				if seed != 0 {
+					rng = rand.New(rand.NewPCG(seed, uint64(mode)))
+				}
+				what := fmt.Sprintf("mode %d, crash after operation %d of %d, seed %d", mode, k, total, seed)
+				m := vfs.NewMem()
+				m.CrashAfter(k, rng)
+				var acked int64
+				s, err := revkv.Open("/db", revkv.StringCodec(), append(opts, revkv.WithFS(m))...)
+				if err != nil {
+					require.ErrorIs(t, err, vfs.ErrCrashed, "%s: Open", what)
+				} else {
+					acked, _ = faultWorkload(t, s, vfs.ErrCrashed)
+					s.Close()
+				}
+				crashed := m.Crashed()
+				if crashed == nil { // after the last operation
+					require.Equal(t, total, k, "%s: the crash struck", what)
+					crashed = m.Crash(rng)
+				}
+				s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(crashed))
+				require.NoError(t, err, "%s: reopen\n%s", what, crashed)
+				if mode == revkv.SyncAlways {
+					require.GreaterOrEqual(t, int64(s.Rev()), acked, "%s: every acknowledged revision survives", what)
+				}
+				checkCrashHistory(t, s)
+				require.NoError(t, s.Close())
+			}
+		}
+		t.Logf("mode %d: crashed after each of %d operations (step %d)", mode, total, step)
+	}
+}
