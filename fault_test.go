@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -186,37 +187,46 @@ func TestBitFlips(t *testing.T) {
 }
 
 // TestSyncIntervalLoss: under SyncInterval a power cut loses at most the
-// writes of the last interval. Writes go on for a while, the file system
-// crashes, and every revision acknowledged more than an interval (plus a
-// margin for a late tick) before the crash must be there; the rest, a
-// prefix. Nothing is synced but by the syncer, so a syncer that never ran
-// loses everything and fails the test.
+// writes of the last WithSyncInterval. In a synctest bubble time moves
+// only when every goroutine waits, so the syncer's ticks fall exactly
+// every interval and each sync covers every write made before its tick,
+// however loaded the machine: a writer writes a revision every
+// millisecond, the file system crashes at a random instant, and every
+// revision acknowledged more than one interval before the crash must be
+// there; the rest, a prefix. Nothing is synced but by the syncer, so a
+// syncer that never ran, or ran late, loses some of them and fails.
 func TestSyncIntervalLoss(t *testing.T) {
-	const interval, margin = 20 * time.Millisecond, 500 * time.Millisecond // margin: a late tick on a loaded machine
-	m := vfs.NewMem()
-	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithSync(revkv.SyncInterval), revkv.WithSyncInterval(interval))
-	require.NoError(t, err)
-	var acks []time.Time // acks[r-1]: when revision r was acknowledged
-	for start := time.Now(); time.Since(start) < 1200*time.Millisecond; {
-		next := int64(s.Rev()) + 1
-		_, err := s.Put(crashKey(next), fmt.Sprint(next))
-		require.NoError(t, err)
-		acks = append(acks, time.Now())
+	const interval = 20 * time.Millisecond
+	for seed := range uint64(5) {
+		synctest.Test(t, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 0))
+			m := vfs.NewMem()
+			s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithSync(revkv.SyncInterval), revkv.WithSyncInterval(interval))
+			require.NoError(t, err)
+			var acks []time.Time // acks[r-1]: when revision r was acknowledged
+			for range 100 + rng.IntN(200) {
+				next := int64(s.Rev()) + 1
+				_, err := s.Put(crashKey(next), fmt.Sprint(next))
+				require.NoError(t, err)
+				acks = append(acks, time.Now())
+				time.Sleep(time.Millisecond)
+			}
+			at := time.Now()
+			crashed := m.Crash(nil)
+			require.NoError(t, s.Close())
+			s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(crashed))
+			require.NoError(t, err)
+			defer s.Close()
+			checkCrashHistory(t, s)
+			kept := int(s.Rev())
+			for r, ack := range acks {
+				if at.Sub(ack) > interval {
+					require.Greater(t, kept, r, "revision %d, acknowledged %v before the crash, is lost", r+1, at.Sub(ack))
+				}
+			}
+			t.Logf("%d written, %d kept; lost the last %v", len(acks), kept, at.Sub(acks[min(kept, len(acks)-1)]))
+		})
 	}
-	crashed := m.Crash(nil)
-	at := time.Now()
-	require.NoError(t, s.Close())
-	s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(crashed))
-	require.NoError(t, err)
-	defer s.Close()
-	checkCrashHistory(t, s)
-	kept := int(s.Rev())
-	for r, ack := range acks {
-		if at.Sub(ack) > interval+margin {
-			require.Greater(t, kept, r, "revision %d, acknowledged %v before the crash, is lost", r+1, at.Sub(ack))
-		}
-	}
-	t.Logf("%d written, %d kept; lost the last %v", len(acks), kept, at.Sub(acks[min(kept, len(acks)-1)]))
 }
 
 // TestLockedAcrossProcesses: a directory open in this process is ErrLocked
