@@ -41,7 +41,9 @@ var ErrCrashed = errors.New("the file system crashed")
 // last synced, and for every directory, which entries were last synced:
 // Crash returns the file system a power cut would leave. The model:
 //   - a file's bytes are durable up to its last Sync; a crash may also keep
-//     any prefix of the bytes appended after it;
+//     any prefix of the bytes appended after it; a truncation since then
+//     may be undone even though bytes written after it were kept, the old
+//     bytes past them showing through;
 //   - a directory's entries (files and directories created, renamed,
 //     removed) are durable as of its last SyncDir; a crash may also keep
 //     any of the changes made since, each whole or not at all, in any
@@ -86,9 +88,21 @@ type entry struct {
 }
 
 // inode is a file's contents: what the process wrote, and what reached
-// stable storage at its last sync.
+// stable storage at its last sync. cut is set when the file was truncated
+// below synced's length since that sync, low the smallest size it was cut
+// to.
 type inode struct {
 	data, synced []byte
+	cut          bool
+	low          int
+}
+
+// truncateLocked cuts the file to size, noting a cut into synced bytes.
+func (ino *inode) truncateLocked(size int) {
+	if size < len(ino.synced) && (!ino.cut || size < ino.low) {
+		ino.cut, ino.low = true, size
+	}
+	ino.data = ino.data[:size:size]
 }
 
 // NewMem returns an empty in-memory file system.
@@ -199,7 +213,14 @@ func (m *Mem) crashLocked(rng *rand.Rand) *Mem {
 			continue // its directory vanished
 		}
 		data := slices.Clone(ino.synced)
-		if rng != nil && len(ino.data) > len(ino.synced) && string(ino.data[:len(ino.synced)]) == string(ino.synced) {
+		switch {
+		case rng == nil:
+		case ino.cut && rng.IntN(2) == 0:
+			// The cut was not written back, but some of what was written
+			// after it was: the old bytes past them show through.
+			n := ino.low + rng.IntN(len(ino.data)-ino.low+1)
+			data = append(slices.Clone(ino.data[:n]), ino.synced[min(n, len(ino.synced)):]...)
+		case len(ino.data) > len(ino.synced) && string(ino.data[:len(ino.synced)]) == string(ino.synced):
 			data = slices.Clone(ino.data[:len(ino.synced)+rng.IntN(len(ino.data)-len(ino.synced)+1)])
 		}
 		n := &inode{data: data, synced: slices.Clone(data)}
@@ -270,7 +291,7 @@ func (m *Mem) Create(name string) (File, error) {
 		m.files[name] = ino
 		m.changedLocked(filepath.Dir(name), entry{name: name, ino: ino})
 	}
-	ino.data = ino.data[:0:0]
+	ino.truncateLocked(0)
 	return &memFile{m: m, name: name, ino: ino}, nil
 }
 
@@ -479,7 +500,7 @@ func (f *memFile) Sync() error {
 	if err := f.m.check(OpSync, f.name); err != nil {
 		return err
 	}
-	f.ino.synced = slices.Clone(f.ino.data)
+	f.ino.synced, f.ino.cut = slices.Clone(f.ino.data), false
 	return nil
 }
 
@@ -495,7 +516,7 @@ func (f *memFile) Truncate(size int64) error {
 	if size < 0 || size > int64(len(f.ino.data)) {
 		return &fs.PathError{Op: "truncate", Path: f.name, Err: fmt.Errorf("size %d outside 0..%d", size, len(f.ino.data))}
 	}
-	f.ino.data = f.ino.data[:size:size]
+	f.ino.truncateLocked(int(size))
 	return nil
 }
 

@@ -128,6 +128,26 @@ func TestMemCrash(t *testing.T) {
 	}
 	require.Greater(t, len(seen), 3, "different crashes keep different amounts")
 
+	// A truncation not synced may be undone while what was written after
+	// it is kept: the old bytes past them show through.
+	tf, _ := m.Create("/d/t")
+	tf.Write([]byte("0123456789"))
+	tf.Sync()
+	m.SyncDir("/d")
+	tf.Truncate(2)
+	tf.Write([]byte("ab"))
+	seen = map[string]bool{}
+	for i := range 100 {
+		got, _ := m.Crash(rand.New(rand.NewPCG(uint64(i), 3))).ReadFile("/d/t")
+		seen[string(got)] = true
+	}
+	require.Equal(t, map[string]bool{"0123456789": true, "01a3456789": true, "01ab456789": true}, seen)
+	tf.Sync()
+	got, _ = m.Crash(rand.New(rand.NewPCG(1, 3))).ReadFile("/d/t")
+	require.Equal(t, "01ab", string(got), "synced: the cut is durable")
+	require.NoError(t, m.Remove("/d/t"))
+	require.NoError(t, m.SyncDir("/d"))
+
 	// A creation is durable only once the directory is synced.
 	h, _ := m.Create("/d/new")
 	h.Sync()

@@ -260,16 +260,19 @@ func OpenWriter(fs vfs.FS, dir string, tail Tail, next int64) (*Writer, error) {
 	}
 	if tail.Size < headerSize {
 		// Created but its header never reached the disk: start it again.
-		if err := f.Truncate(0); err == nil {
-			_, err = f.Write(fileHeader(magicLog))
-		}
+		// No sync: until one covers it (the first drain's, a rotation's or
+		// Close's), a crash leaves either the old bytes, fewer than a
+		// header (an empty segment to Replay), or a prefix of what is
+		// written from now on.
+		err = f.Truncate(0)
 		if err == nil {
-			err = f.Sync()
+			_, err = f.Write(fileHeader(magicLog))
 		}
 		if err != nil {
 			f.Close()
 			return nil, err
 		}
+		w.dirty.Store(true)
 		tail.Size = headerSize
 	} else if tail.Torn {
 		if err := f.Truncate(tail.Size); err != nil {
