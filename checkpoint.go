@@ -122,7 +122,12 @@ func (s *state[V]) checkpoint() error {
 	if err := wal.RemoveBefore(d.fs, d.dir, h.Rev+1); err != nil {
 		return err
 	}
-	return wal.RemoveSnapshotsBefore(d.fs, d.dir, h.Rev)
+	if err := wal.RemoveSnapshotsBefore(d.fs, d.dir, h.Rev); err != nil {
+		return err
+	}
+	// Durable removals: a crash never brings back the history a checkpoint
+	// let go of (after a Compact, say) nor the space it freed.
+	return d.fs.SyncDir(d.dir)
 }
 
 func instantOf(t time.Time) wal.Instant {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/revkv/revkv"
 	"github.com/revkv/revkv/vfs"
+	"github.com/revkv/revkv/wal"
 )
 
 // faultAt returns an in-memory file system whose nth operation of kind op
@@ -369,6 +370,28 @@ func TestShortSegmentRestarted(t *testing.T) {
 		require.Equal(t, revkv.Revision(21), s.Rev(), "%v", op)
 		checkCrashHistory(t, s)
 		require.NoError(t, s.Close())
+	}
+}
+
+// TestCheckpointRemovalsDurable: once Checkpoint returns, what it deleted
+// stays deleted through a power cut: the directory holds the new snapshot
+// and the segments after it, never the older files (history a Compact let
+// go of, and the space it freed, come back otherwise).
+func TestCheckpointRemovalsDurable(t *testing.T) {
+	m := vfs.NewMem()
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
+	require.NoError(t, err)
+	defer s.Close()
+	for round := range 3 {
+		for range 20 {
+			next := int64(s.Rev()) + 1
+			_, err := s.Put(crashKey(next), fmt.Sprint(next))
+			require.NoError(t, err)
+		}
+		require.NoError(t, s.Checkpoint())
+		names, err := m.Crash(nil).List("/db")
+		require.NoError(t, err)
+		require.Equal(t, []string{wal.SnapshotName(int64(s.Rev())), wal.SegmentName(int64(s.Rev()) + 1)}, names, "round %d", round)
 	}
 }
 
