@@ -288,9 +288,11 @@ func OpenWriter(fs vfs.FS, dir string, tail Tail, next int64) (*Writer, error) {
 	return w, nil
 }
 
-// create starts the segment of rev: written, synced, and its directory
-// entry synced, before any record goes into it. The caller holds wmu and
-// syncMu, or is the only user.
+// create starts the segment of rev: its header written and its directory
+// entry synced before any record goes into it. The header is synced with
+// the first records: until then a crash leaves the file empty or shorter
+// than a header, which Replay reads as an empty segment. The caller holds
+// wmu and syncMu, or is the only user.
 func (w *Writer) create(rev int64) error {
 	name := filepath.Join(w.dir, SegmentName(rev))
 	f, err := w.fs.Create(name)
@@ -298,9 +300,6 @@ func (w *Writer) create(rev int64) error {
 		return err
 	}
 	if _, err = f.Write(fileHeader(magicLog)); err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
 		err = w.fs.SyncDir(w.dir)
 	}
 	if err != nil {
@@ -311,7 +310,7 @@ func (w *Writer) create(rev int64) error {
 		w.f.Close()
 	}
 	w.f, w.size = f, headerSize
-	w.dirty.Store(false) // the old segment was synced by Rotate, the new one by us
+	w.dirty.Store(true) // the old segment was synced by Rotate; the new one's header waits for a sync
 	if w.wrap != nil {
 		w.f = w.wrap(w.f)
 	}
