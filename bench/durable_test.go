@@ -14,7 +14,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/revkv/revkv"
-	"github.com/revkv/revkv/wal"
 )
 
 // durableValue is the value every durable Put writes: 100 bytes.
@@ -136,7 +135,25 @@ func BenchmarkDurablePut(b *testing.B) {
 			b.Run(fmt.Sprintf("writers=%d/store=%s", writers, name), func(b *testing.B) {
 				d := openDurable(b, name, b.TempDir())
 				defer func() { must(b, d.close()) }()
-				runPutters(b, d, writers)
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for range writers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							i := next.Add(1)
+							if i > int64(b.N) {
+								return
+							}
+							if err := d.put(fmt.Sprint("key", i%100_000)); err != nil {
+								panic(err)
+							}
+						}
+					}()
+				}
+				wg.Wait()
 			})
 		}
 	}
@@ -262,83 +279,4 @@ func BenchmarkDiskOpen(b *testing.B) {
 			b.ReportMetric(float64(revs)*float64(b.N)/b.Elapsed().Seconds(), "revs/s")
 		})
 	}
-}
-
-// recordSize is the size of the log record of one Put of durableValue
-// under an eight-byte key: what each write(2) of a lone writer carries.
-var recordSize = wal.FrameSize(len(wal.AppendBatch(nil, wal.Batch{{Key: "key12345", Rev: 1_000_000, Sec: 1_700_000_000, Value: durableValue}})))
-
-// rawWrite appends a record-sized buffer to one file per Put, with an
-// fsync (SyncAlways's limit) or without (SyncInterval's and SyncNever's:
-// the record in the operating system's hands). Writers take turns.
-type rawWrite struct {
-	mu   sync.Mutex
-	f    *os.File
-	buf  []byte
-	sync bool
-}
-
-func (r *rawWrite) put(string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, err := r.f.Write(r.buf); err != nil {
-		return err
-	}
-	if r.sync {
-		return r.f.Sync()
-	}
-	return nil
-}
-func (r *rawWrite) close() error { return r.f.Close() }
-
-// BenchmarkSyncModes: a Put on a directory in each sync mode, from 1 and
-// 16 goroutines, next to the raw limits measured in the same run: a loop
-// of write(2) of a record-sized buffer to a file (every mode does one per
-// drain before the write returns) and of write+fsync (SyncAlways adds the
-// fsync). ns/op is per Put of all writers together.
-func BenchmarkSyncModes(b *testing.B) {
-	modes := map[string]revkv.SyncMode{"always": revkv.SyncAlways, "interval": revkv.SyncInterval, "never": revkv.SyncNever}
-	for _, writers := range []int{1, 16} {
-		for _, name := range []string{"raw-write", "raw-write+fsync", "always", "interval", "never"} {
-			b.Run(fmt.Sprintf("writers=%d/%s", writers, name), func(b *testing.B) {
-				dir := b.TempDir()
-				var d durablePutter
-				if mode, ok := modes[name]; ok {
-					s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithSync(mode))
-					must(b, err)
-					d = revkvDurable{s}
-				} else {
-					f, err := os.OpenFile(filepath.Join(dir, "raw"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
-					must(b, err)
-					d = &rawWrite{f: f, buf: make([]byte, recordSize), sync: name == "raw-write+fsync"}
-				}
-				defer func() { must(b, d.close()) }()
-				runPutters(b, d, writers)
-			})
-		}
-	}
-}
-
-// runPutters runs b.N Puts of d from writers goroutines, over 100,000
-// keys, timing all of them.
-func runPutters(b *testing.B, d durablePutter, writers int) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				if err := d.put(fmt.Sprint("key", i%100_000)); err != nil {
-					panic(err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
 }
