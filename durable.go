@@ -81,7 +81,7 @@ type durability[V any] struct {
 	// snapBytes is the size of the newest snapshot: a checkpoint waits for
 	// at least as many bytes of log (see WithCheckpointBytes).
 	snapBytes atomic.Int64
-	ckptMu    sync.Mutex    // one checkpoint at a time; taken before state.mu
+	ckptMu    sync.Mutex    // one checkpoint at a time, and none as close runs; taken before state.mu
 	ckpt      chan struct{} // wakes the checkpointer
 	failure   atomic.Pointer[error]
 }
@@ -246,8 +246,11 @@ func (d *durability[V]) sync() error {
 }
 
 // close syncs and closes the log and releases the directory; it runs once,
-// after the goroutines stopped and with the store closed to writes.
+// after the goroutines stopped and with the store closed to writes, and
+// after a Checkpoint under way ends.
 func (d *durability[V]) close() error {
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
 	err := d.sync()
 	if cerr := d.w.Close(); err == nil && cerr != nil {
 		err = cerr
