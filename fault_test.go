@@ -522,9 +522,10 @@ func TestAsyncFaults(t *testing.T) {
 // aside, renaming it into place and removing what it covers), Open's own
 // operations included. After each crash the directory must open with the
 // revisions 1..r as written, r at least every revision acknowledged under
-// SyncAlways. Each point is crashed twice: keeping nothing unsynced, and
-// keeping a random part of it (a prefix of each file's unsynced bytes,
-// each unsynced directory change or not). Under SyncNever, nothing is
+// SyncAlways. Each point is crashed three times: keeping nothing
+// unsynced, and twice keeping a random part of it (a prefix of each file's
+// unsynced bytes, each unsynced directory change or not, an unsynced
+// truncation undone or not). Under SyncNever, nothing is
 // promised at a power cut but the prefix.
 func TestCrashAtEveryOperation(t *testing.T) {
 	for _, mode := range []revkv.SyncMode{revkv.SyncAlways, revkv.SyncNever} {
@@ -536,12 +537,8 @@ func TestCrashAtEveryOperation(t *testing.T) {
 		faultWorkload(t, s, nil)
 		require.NoError(t, s.Close())
 		total := m.Ops()
-		step := 1
-		if testing.Short() {
-			step = 3
-		}
-		for k := 0; k <= total; k += step {
-			for _, seed := range []uint64{0, uint64(k) + 1} {
+		for k := 0; k <= total; k++ {
+			for _, seed := range []uint64{0, 2*uint64(k) + 1, 2*uint64(k) + 2} {
 				var rng *rand.Rand
 				if seed != 0 {
 					rng = rand.New(rand.NewPCG(seed, uint64(mode)))
@@ -571,6 +568,6 @@ func TestCrashAtEveryOperation(t *testing.T) {
 				require.NoError(t, s.Close())
 			}
 		}
-		t.Logf("mode %d: crashed after each of %d operations (step %d)", mode, total, step)
+		t.Logf("mode %d: crashed after each of %d operations", mode, total)
 	}
 }
