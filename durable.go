@@ -36,17 +36,20 @@ import (
 //     ride in the write of the drain that made them; the background
 //     trimmer's cuts wait for the next sync (a power cut may undo them, and
 //     the history they dropped is then answered again, correctly).
-//   - A checkpoint rotates the log to a new segment at the head, then writes
-//     the retained state as of the head while writers go on, reading each
-//     key's log under that key's lock (no pin: a cut made meanwhile is also
-//     in the new segment, and replays to the same log), and then deletes
-//     the segments and snapshots it covers.
+//   - A checkpoint rotates the log to a new segment at the head (syncing
+//     the old one first, beside the drains, under SyncInterval and
+//     SyncNever, so that the rotation's own sync holds them up only
+//     briefly), then writes the retained state as of the head while
+//     writers go on, reading each key's log under that key's lock (no pin:
+//     a cut made meanwhile is also in the new segment, and replays to the
+//     same log), and then deletes the segments and snapshots it covers and
+//     syncs the directory.
 //   - Under SyncInterval the syncer goroutine syncs the log every
 //     WithSyncInterval, beside the drains (wal.Writer lets a sync and a
 //     write run together), so a machine crash loses at most that
 //     interval's writes. Under SyncNever nothing syncs but Sync, Close and
-//     a checkpoint's rotation: a machine crash loses what the operating
-//     system had not written back.
+//     checkpoints: a machine crash loses what the operating system had not
+//     written back.
 //   - A failed write or sync stops the store's writes for good: nothing of
 //     the failed drain is published, and every later write returns the
 //     error. Reads go on; Close returns it. (Under SyncInterval the writes
