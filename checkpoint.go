@@ -27,6 +27,22 @@ func (s *state[V]) checkpoint() error {
 	d.ckptMu.Lock()
 	defer d.ckptMu.Unlock()
 
+	// The rotation below syncs the current segment while drains wait to
+	// write (the records after the cut go to the next segment, and must
+	// not be written before it). Under SyncNever the segment may hold
+	// every write since the last sync: sync it first, beside the drains,
+	// so that the rotation's sync has only the last moment's to do.
+	if s.opts.sync != SyncAlways {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
+		if err := d.sync(); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -38,8 +54,7 @@ func (s *state[V]) checkpoint() error {
 	}
 	h := s.order.Head() // no drain runs: every assigned revision is published
 	// The log's records up to h go to the current segment, and the next
-	// segment starts at h+1; syncing the current one (under SyncNever it
-	// may hold a whole interval of unsynced writes) waits until the write
+	// segment starts at h+1; syncing the current one waits until the write
 	// lock is released.
 	var cut *wal.Cut
 	if cur, err := d.w.Current(); err == nil && cur != h.Rev+1 {
@@ -122,7 +137,12 @@ func (s *state[V]) checkpoint() error {
 	if err := wal.RemoveBefore(d.fs, d.dir, h.Rev+1); err != nil {
 		return err
 	}
-	return wal.RemoveSnapshotsBefore(d.fs, d.dir, h.Rev)
+	if err := wal.RemoveSnapshotsBefore(d.fs, d.dir, h.Rev); err != nil {
+		return err
+	}
+	// Durable removals: a crash never brings back the history a checkpoint
+	// let go of (after a Compact, say) nor the space it freed.
+	return d.fs.SyncDir(d.dir)
 }
 
 func instantOf(t time.Time) wal.Instant {

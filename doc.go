@@ -99,10 +99,13 @@
 // its revision is synced, no reader sees it before, and writers that arrive
 // together share one sync: the first of them runs everyone's writes under
 // the write lock, writes their records at once, syncs, and publishes them.
-// Under SyncInterval and SyncNever a write costs no system call: it is
-// published at once and its records are buffered, for a flusher goroutine
-// that hands them to the operating system within about 0.2 ms (a killed process
-// loses what it had not yet written, at most WithSyncInterval's worth).
+// Under SyncInterval and SyncNever the same path writes the records
+// without syncing: a write returns, and is visible, once its record is in
+// the operating system's hands, so a crash of the process alone (a panic,
+// kill -9, the OOM killer) loses no acknowledged write in any mode. Only a
+// machine crash loses unsynced writes: at most the last WithSyncInterval
+// under SyncInterval, whatever the operating system had not written back
+// under SyncNever.
 // Checkpoints run every WithCheckpointBytes of log, and no sooner than the
 // log has grown as large as the last snapshot. What survives a crash is always revisions 1..r for some r, an Update
 // whole or not at all. A failed write or sync stops the store's writes for

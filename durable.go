@@ -3,6 +3,8 @@ package revkv
 import (
 	"errors"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,42 +18,42 @@ import (
 // revision, compaction and trim (package wal), and snapshots that let the
 // log be deleted. The root wires them in at the commit point:
 //
-//   - Every write call, Update and purge is a request. Requests queue, and
-//     the first writer to find no leader drains the queue: under the write
-//     lock it runs each request in turn (each sees the ones before it),
-//     writes their records with one write, syncs once (SyncAlways), and
-//     only then publishes their revisions to readers, in order. So writers
-//     that arrive together share a sync, and no reader sees a revision
-//     before it is durable. Revisions are assigned but not published during
-//     a drain (mvcc.Order's Assign and Publish); index slots, the new keys'
-//     entries in the index and the history cap wait for the publication.
-//   - Compactions and trims are logged as they happen. Under SyncAlways,
+//   - Every write call, Update and purge is a request, in every sync mode.
+//     Requests queue, and the first writer to find no leader drains the
+//     queue: under the write lock it runs each request in turn (each sees
+//     the ones before it), hands their records to the operating system with
+//     one write(2), syncs once (SyncAlways only), and only then publishes
+//     their revisions to readers, in order. So writers that arrive together
+//     share a write and a sync; no write returns, and no reader sees a
+//     revision, before its record is in the operating system's hands (a
+//     crash of the process alone loses nothing acknowledged, in any mode),
+//     and under SyncAlways before it is on stable storage. Revisions are
+//     assigned but not published during a drain (mvcc.Order's Assign and
+//     Publish); index slots, the new keys' entries in the index and the
+//     history cap wait for the publication.
+//   - Compactions and trims are written as they happen. Under SyncAlways,
 //     Compact and Trim sync before they return, and the history cap's cuts
 //     ride in the write of the drain that made them; the background
 //     trimmer's cuts wait for the next sync (a power cut may undo them, and
 //     the history they dropped is then answered again, correctly).
-//   - A checkpoint rotates the log to a new segment at the head, then writes
-//     the retained state as of the head while writers go on, reading each
-//     key's log under that key's lock (no pin: a cut made meanwhile is also
-//     in the new segment, and replays to the same log), and then deletes
-//     the segments and snapshots it covers.
-//   - Under SyncInterval and SyncNever there are no requests: nothing waits
-//     for a sync, so a write runs under the write lock as in a store made
-//     by New and is published at once, its records buffered in the
-//     process (encoded straight into wal.Writer's buffer). The flusher
-//     goroutine, woken by the first record into an empty buffer, waits
-//     flushWait for more and hands them to the operating system with one
-//     write while writers go on; a writer that finds asyncBuffer bytes
-//     waiting writes them itself, unless another write of the log (or a
-//     checkpoint's rotation) is under way, and waits for one only past
-//     asyncBufferMax. Every WithSyncInterval the syncer writes what is
-//     buffered (and under SyncInterval syncs it), so a killed process
-//     loses at most that interval's writes (in practice about flushWait's:
-//     what the flusher had not yet written).
+//   - A checkpoint rotates the log to a new segment at the head (syncing
+//     the old one first, beside the drains, under SyncInterval and
+//     SyncNever, so that the rotation's own sync holds them up only
+//     briefly), then writes the retained state as of the head while
+//     writers go on, reading each key's log under that key's lock (no pin:
+//     a cut made meanwhile is also in the new segment, and replays to the
+//     same log), and then deletes the segments and snapshots it covers and
+//     syncs the directory.
+//   - Under SyncInterval the syncer goroutine syncs the log every
+//     WithSyncInterval, beside the drains (wal.Writer lets a sync and a
+//     write run together), so a machine crash loses at most that
+//     interval's writes. Under SyncNever nothing syncs but Sync, Close and
+//     checkpoints: a machine crash loses what the operating system had not
+//     written back.
 //   - A failed write or sync stops the store's writes for good: nothing of
 //     the failed drain is published, and every later write returns the
-//     error. Reads go on; Close returns it. (Under SyncInterval and
-//     SyncNever the writes whose records failed were already answered.)
+//     error. Reads go on; Close returns it. (Under SyncInterval the writes
+//     a failed background sync covered were already answered.)
 
 // durability is the log of a store on a directory.
 type durability[V any] struct {
@@ -60,10 +62,6 @@ type durability[V any] struct {
 	fs    vfs.FS
 	lock  io.Closer   // holds the directory's lock until close
 	w     *wal.Writer // records are buffered under state.mu; see wal.Writer
-	// async is true under SyncInterval and SyncNever: writes do not queue
-	// (see the comment at the top), and kick wakes the flusher.
-	async bool
-	kick  chan struct{}
 
 	// qmu guards queue and leading. It is taken alone, never with mu.
 	qmu     sync.Mutex
@@ -86,7 +84,7 @@ type durability[V any] struct {
 	// snapBytes is the size of the newest snapshot: a checkpoint waits for
 	// at least as many bytes of log (see WithCheckpointBytes).
 	snapBytes atomic.Int64
-	ckptMu    sync.Mutex    // one checkpoint at a time; taken before state.mu
+	ckptMu    sync.Mutex    // one checkpoint at a time, and none as close runs; taken before state.mu
 	ckpt      chan struct{} // wakes the checkpointer
 	failure   atomic.Pointer[error]
 }
@@ -137,7 +135,7 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	if codec == nil {
 		return fail(errors.New("nil codec"))
 	}
-	if err := o.fs.MkdirAll(dir); err != nil {
+	if err := makeDir(o.fs, dir); err != nil {
 		return fail(err)
 	}
 	lock, err := o.fs.Lock(dir)
@@ -154,8 +152,7 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 		}
 	}()
 	st := newState[V](o)
-	d := &durability[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1),
-		async: o.sync != SyncAlways, kick: make(chan struct{}, 1)}
+	d := &durability[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1)}
 	st.d = d
 	tail, err := st.recover()
 	if err == nil {
@@ -177,28 +174,34 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	return st.start(), nil
 }
 
-// asyncBuffer is how many bytes of records a writer under SyncInterval or
-// SyncNever leaves to the flusher before it writes them itself, if no
-// other write of the log is under way; asyncBufferMax is how many it
-// leaves before it waits to write them. The second bounds the memory, and
-// a killed process's loss, when the log cannot keep up; the first keeps
-// the writers from waiting while a checkpoint syncs the segment it closes
-// (every unsynced record of it, under SyncNever), or while a flush meets a
-// slow disk.
-const (
-	asyncBuffer    = 1 << 20
-	asyncBufferMax = 16 << 20
-)
+// makeDir creates dir and the directories above it that are missing,
+// durably: the parent of each one created is synced, and dir's own parent
+// always is (an Open that created dir may have crashed before syncing it),
+// so that a machine crash cannot take the directory, and every write in
+// it, away. It costs Open one sync of the parent.
+func makeDir(fsys vfs.FS, dir string) error {
+	dir = filepath.Clean(dir)
+	parents := []string{filepath.Dir(dir)}
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := fsys.List(d); !errors.Is(err, fs.ErrNotExist) {
+			break // there (or not ours to make: MkdirAll says why)
+		}
+		if d != dir {
+			parents = append(parents, filepath.Dir(d))
+		}
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return err
+	}
+	for _, p := range parents { // deepest first
+		if err := fsys.SyncDir(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-// flushWait is how long the flusher, once woken, lets records gather before
-// it writes them. Without it a flusher on another core empties the buffer
-// after nearly every record, so nearly every write pays to wake it again
-// and every record costs a write(2); with it, a busy writer wakes it once
-// per flushWait. It is also about what a killed process loses.
-const flushWait = 200 * time.Microsecond
-
-// start starts the checkpointer and, under SyncInterval and SyncNever, the
-// flusher and the syncer.
+// start starts the checkpointer and, under SyncInterval, the syncer.
 func (d *durability[V]) start(s *state[V]) {
 	s.bg.Add(1)
 	go func() {
@@ -212,45 +215,9 @@ func (d *durability[V]) start(s *state[V]) {
 			}
 		}
 	}()
-	if !d.async {
-		return
-	}
-	s.bg.Add(1)
-	go func() { // the flusher
-		defer s.bg.Done()
-		for {
-			select {
-			case <-s.stop:
-				return // close writes the rest
-			case <-d.kick:
-				time.Sleep(flushWait)
-				d.flush()
-			}
-		}
-	}()
-	s.bg.Add(1)
-	go s.every(s.opts.syncInterval, func() { // the syncer
-		if s.opts.sync == SyncInterval {
-			d.sync()
-		} else {
-			d.flush()
-		}
-	})
-}
-
-// flush hands the records buffered under SyncInterval or SyncNever to the
-// operating system.
-func (d *durability[V]) flush() error {
-	if _, err := d.w.Flush(); err != nil {
-		return d.fail(err)
-	}
-	return nil
-}
-
-// tryFlush is flush if no other write of the log is under way.
-func (d *durability[V]) tryFlush() {
-	if _, _, err := d.w.TryFlush(); err != nil {
-		d.fail(err)
+	if s.opts.sync == SyncInterval {
+		s.bg.Add(1)
+		go s.every(s.opts.syncInterval, func() { d.sync() }) // the syncer; its error is every later write's
 	}
 }
 
@@ -277,11 +244,6 @@ func (d *durability[V]) sync() error {
 	if err := d.err(); err != nil {
 		return err
 	}
-	if d.async {
-		if err := d.flush(); err != nil {
-			return err
-		}
-	}
 	if err := d.w.Sync(); err != nil {
 		return d.fail(err)
 	}
@@ -289,8 +251,11 @@ func (d *durability[V]) sync() error {
 }
 
 // close syncs and closes the log and releases the directory; it runs once,
-// after the goroutines stopped and with the store closed to writes.
+// after the goroutines stopped and with the store closed to writes, and
+// after a Checkpoint under way ends.
 func (d *durability[V]) close() error {
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
 	err := d.sync()
 	if cerr := d.w.Close(); err == nil && cerr != nil {
 		err = cerr
@@ -416,7 +381,7 @@ func (s *state[V]) drain(batch []*request[V], self *request[V], mine func()) {
 	if err == nil && d.w.Buffered() > 0 {
 		var n int
 		n, err = d.w.Flush()
-		if err == nil {
+		if err == nil && s.opts.sync == SyncAlways {
 			err = d.w.Sync()
 		}
 		d.logged.Add(int64(n))
@@ -456,29 +421,6 @@ func (d *durability[V]) checkpointIfDue(limit int64) {
 		default:
 		}
 	}
-}
-
-// writeAsync is a write call under SyncInterval or SyncNever: run under
-// the write lock and published at once, its records left to the flusher.
-func (s *state[V]) writeAsync(fn func()) error {
-	d := s.d
-	if err := s.runLocked(fn); err != nil {
-		return err
-	}
-	d.checkpointIfDue(s.opts.checkpointBytes)
-	return nil
-}
-
-// runLocked runs fn under the write lock unless the store's writes have
-// failed. The lock is released if fn panics (an Update's function may).
-func (s *state[V]) runLocked(fn func()) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.d.err(); err != nil {
-		return err
-	}
-	fn()
-	return nil
 }
 
 func (s *state[V]) runRequest(r *request[V]) {
@@ -523,15 +465,15 @@ func (s *state[V]) publishLocked() {
 // ---- logging, under mu ----
 
 // logLocked logs a record: buffered for the drain's write during a drain;
-// under SyncInterval and SyncNever, buffered for the flusher; written at
-// once otherwise (compactions and trims). Nothing is logged while Open
+// written at once otherwise (compactions and trims). Nothing is logged while Open
 // replays the log.
 func (s *state[V]) logLocked(kind wal.Kind, payload []byte) {
 	d := s.d
 	if d.replaying {
 		return
 	}
-	s.bufferedLocked(d.w.Buffer(kind, payload), wal.FrameSize(len(payload)))
+	d.w.Buffer(kind, payload)
+	s.writeBufferedLocked()
 }
 
 // slotsLaterLocked is the end of commitLocked for a store on a directory
@@ -570,35 +512,21 @@ func (s *state[V]) logBatchRecordLocked(b wal.Batch) {
 	if s.d.replaying {
 		return
 	}
-	s.bufferedLocked(s.d.w.BufferBatch(b))
+	s.d.w.BufferBatch(b)
+	s.writeBufferedLocked()
 }
 
-// bufferedLocked acts on a record of size bytes just buffered, with n
-// bytes buffered in all: see logLocked.
-func (s *state[V]) bufferedLocked(n, size int) {
+// writeBufferedLocked writes the records just buffered, unless a drain
+// runs (it writes them with the rest of its batch): see logLocked.
+func (s *state[V]) writeBufferedLocked() {
 	d := s.d
-	switch {
-	case d.draining:
-	case d.async:
-		d.logged.Add(int64(size))
-		if n == size { // the buffer was empty: the flusher may be asleep
-			select {
-			case d.kick <- struct{}{}:
-			default:
-			}
-		}
-		switch {
-		case n >= asyncBufferMax:
-			d.flush()
-		case n >= asyncBuffer:
-			d.tryFlush()
-		}
-	default:
-		n, err := d.w.Flush()
-		d.logged.Add(int64(n))
-		if err != nil {
-			d.fail(err)
-		}
+	if d.draining {
+		return // the drain writes it
+	}
+	n, err := d.w.Flush()
+	d.logged.Add(int64(n))
+	if err != nil {
+		d.fail(err)
 	}
 }
 

@@ -21,7 +21,7 @@ const expiryBatch = 256
 // purge materialises every expiry due, expiryBatch at a time, and returns how
 // many. It is PurgeExpired and each tick of the expirer.
 func (s *state[V]) purge() int {
-	if s.d != nil && !s.d.async {
+	if s.d != nil {
 		return s.purgeDurable()
 	}
 	total := 0

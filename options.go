@@ -77,20 +77,20 @@ type SyncMode int
 const (
 	// SyncAlways, the default: a write returns once its revision is on
 	// stable storage, and no reader sees a revision before that. Writers
-	// that arrive together share one sync (group commit).
+	// that arrive together share one write and one sync (group commit).
+	// No crash loses an acknowledged write.
 	SyncAlways SyncMode = iota
-	// SyncInterval syncs the log every WithSyncInterval (default 1 s): a
-	// crash loses at most that much. A write returns, and is visible, as
-	// soon as it is in memory; a background flusher hands its records to
-	// the operating system within about 0.2 ms, one write for all of them
-	// (so a killed process, unlike a power cut, loses only what the
-	// flusher had not yet written).
+	// SyncInterval: a write returns, and is visible, once its record is
+	// in the operating system's hands (written, not synced; writers that
+	// arrive together share one write), and the log is synced every
+	// WithSyncInterval (default 1 s). A crash of the process alone (a
+	// panic, kill -9, the OOM killer) loses no acknowledged write; a
+	// machine crash loses at most the writes of the last interval.
 	SyncInterval
-	// SyncNever leaves syncing to the operating system (and Close, Sync and
-	// checkpoints). Records reach the operating system as under
-	// SyncInterval, and at least every WithSyncInterval, so a killed
-	// process loses at most that interval's writes, and a power cut what
-	// the operating system had not written back.
+	// SyncNever: as SyncInterval, but nothing syncs the log except Sync,
+	// Close and checkpoints. A crash of the process alone loses no
+	// acknowledged write; a machine crash loses what the operating system
+	// had not written back (any suffix of the writes since the last sync).
 	SyncNever
 )
 
@@ -99,8 +99,8 @@ func WithSync(m SyncMode) Option {
 	return func(o *options) { o.sync = m }
 }
 
-// WithSyncInterval sets how often SyncInterval syncs, and how often
-// SyncNever at least writes what is buffered (default 1 s); New ignores it. A negative d makes Open panic.
+// WithSyncInterval sets how often SyncInterval syncs (default 1 s); New
+// and the other modes ignore it. A negative d makes Open panic.
 func WithSyncInterval(d time.Duration) Option {
 	return func(o *options) { o.syncInterval = d }
 }

@@ -38,14 +38,6 @@ import (
 // that deadlocks, as it does in bbolt.
 func (s *Store[V]) Update(fn func(tx *Txn[V]) error) (Revision, error) {
 	if s.d != nil {
-		if s.d.async {
-			var rev Revision
-			var err error
-			if ferr := s.writeAsync(func() { rev, err = s.updateLocked(fn) }); ferr != nil {
-				return 0, ferr // as a drain answers it
-			}
-			return rev, err
-		}
 		r := &request[V]{}
 		s.submit(r, func() { r.rev, r.err = s.updateLocked(fn) })
 		return r.rev, r.err

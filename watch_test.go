@@ -189,7 +189,7 @@ func TestWatchStalledWatcher(t *testing.T) {
 	got := make(chan []revkv.Revision)
 	go func() {
 		var revs []revkv.Revision
-		for e, err := range s.Watch(context.Background(), "k", 0) {
+		for e, err := range s.Watch(context.Background(), "k", 1) {
 			require.NoError(t, err)
 			revs = append(revs, e.Rev)
 			if len(revs) == 1 {
@@ -202,7 +202,6 @@ func TestWatchStalledWatcher(t *testing.T) {
 		}
 		got <- revs
 	}()
-	time.Sleep(time.Millisecond)
 	_, err := s.Put("k", 0)
 	require.NoError(t, err)
 	<-first

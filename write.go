@@ -208,15 +208,6 @@ func (x *expiry) of(now time.Time) (int64, error) {
 // directory runs it as a request of a drain.
 func (s *state[V]) write(key string, d expiry, op writeOp[V]) (Revision, int64, error) {
 	if s.d != nil {
-		if s.d.async {
-			var rev Revision
-			var cur int64
-			var err error
-			if ferr := s.writeAsync(func() { rev, cur, err = s.writeLocked(key, &d, &op) }); ferr != nil {
-				return 0, 0, ferr
-			}
-			return rev, cur, err
-		}
 		r := &request[V]{key: key, d: d, op: op} // op is copied: it does not escape
 		s.submit(r, nil)
 		return r.rev, r.cur, r.err

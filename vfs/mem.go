@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -25,38 +26,119 @@ const (
 	OpRename
 	OpRemove
 	OpSyncDir
+	OpMkdir
 )
 
 func (o Op) String() string {
-	return [...]string{"create", "open", "write", "sync", "truncate", "rename", "remove", "syncdir"}[o]
+	return [...]string{"create", "open", "write", "sync", "truncate", "rename", "remove", "syncdir", "mkdir"}[o]
 }
+
+// ErrCrashed is the error of every operation of a Mem after the crash
+// CrashAfter set up.
+var ErrCrashed = errors.New("the file system crashed")
 
 // Mem is an in-memory file system that remembers, for every file, what was
 // last synced, and for every directory, which entries were last synced:
-// Crash returns the file system a power cut would leave. Faults can be
-// injected into any operation. Directories themselves are durable as soon
-// as MkdirAll returns. Safe for concurrent use.
+// Crash returns the file system a power cut would leave. The model:
+//   - a file's bytes are durable up to its last Sync; a crash may also keep
+//     any prefix of the bytes appended after it; a truncation since then
+//     may be undone even though bytes written after it were kept, the old
+//     bytes past them showing through;
+//   - a directory's entries (files and directories created, renamed,
+//     removed) are durable as of its last SyncDir; a crash may also keep
+//     any of the changes made since, each whole or not at all, in any
+//     combination: a file created but its directory not synced may vanish,
+//     a rename may be undone, a removal may be undone;
+//   - a directory MkdirAll made is an entry of its parent like a file, and
+//     vanishes, with everything in it, unless its parent was synced.
+//
+// Faults can be injected into any operation (SetFault), and a crash can
+// strike between any two operations (CrashAfter). Safe for concurrent use.
 type Mem struct {
 	// mu guards everything below and every inode's bytes.
 	mu    sync.Mutex
 	files map[string]*inode // the namespace as the process sees it
-	// durable is the namespace a crash would leave: each directory's
-	// entries as of its last SyncDir (or as Crash built it).
-	durable map[string]*inode
-	dirs    map[string]bool
-	locked  map[string]bool
-	fault   func(op Op, name string) error
+	dirs  map[string]bool
+	// durable and durableDirs are the namespace a crash would leave for
+	// sure: each directory's entries as of its last SyncDir (or as Crash
+	// built it). unsynced holds, for each directory, the changes to its
+	// entries since, in order.
+	durable     map[string]*inode
+	durableDirs map[string]bool
+	unsynced    map[string][]dirChange
+	locked      map[string]bool
+	fault       func(op Op, name string) error
+	// ops counts the operations the fault hook sees; once it reaches
+	// crashAt (if positive), the file system crashes: crashed holds what
+	// the crash left, and every operation fails with ErrCrashed.
+	ops, crashAt int
+	crashRNG     *rand.Rand
+	crashed      *Mem
+}
+
+// dirChange is one change to a directory's entries: name now holds ino
+// (nil: removed), or is a new directory. A rename within a directory is
+// one change of two parts, so that a crash keeps it whole or undoes it.
+type dirChange []entry
+
+type entry struct {
+	name string
+	ino  *inode // nil: the name was removed (or, with dir, made a directory)
+	dir  bool
 }
 
 // inode is a file's contents: what the process wrote, and what reached
-// stable storage at its last sync.
+// stable storage at its last sync. cut is set when the file was truncated
+// below synced's length since that sync, low the smallest size it was cut
+// to.
 type inode struct {
 	data, synced []byte
+	cut          bool
+	low          int
+}
+
+// truncateLocked cuts the file to size, noting a cut into synced bytes.
+func (ino *inode) truncateLocked(size int) {
+	if size < len(ino.synced) && (!ino.cut || size < ino.low) {
+		ino.cut, ino.low = true, size
+	}
+	ino.data = ino.data[:size:size]
 }
 
 // NewMem returns an empty in-memory file system.
 func NewMem() *Mem {
-	return &Mem{files: map[string]*inode{}, durable: map[string]*inode{}, dirs: map[string]bool{}, locked: map[string]bool{}}
+	return &Mem{
+		files: map[string]*inode{}, dirs: map[string]bool{"/": true},
+		durable: map[string]*inode{}, durableDirs: map[string]bool{"/": true}, unsynced: map[string][]dirChange{},
+		locked: map[string]bool{},
+	}
+}
+
+// CrashAfter makes the file system crash after its next n operations
+// (those the fault hook sees: every call that changes something): the
+// next one, and every one after it, fails with ErrCrashed, and Crashed
+// returns what the crash left, as Crash(rng) would have at that instant.
+func (m *Mem) CrashAfter(n int, rng *rand.Rand) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.crashAt, m.crashRNG, m.crashed = m.ops+n+1, rng, nil
+}
+
+// Crashed returns what the crash CrashAfter set up left, or nil if it has
+// not struck yet.
+func (m *Mem) Crashed() *Mem {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.crashed
+}
+
+// Ops returns the number of operations the fault hook has seen: every call
+// that changes something (create, open for appending, write, sync,
+// truncate, rename, remove, syncdir, mkdir).
+func (m *Mem) Ops() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ops
 }
 
 // SetFault installs hook, called before every operation with its kind and
@@ -70,6 +152,13 @@ func (m *Mem) SetFault(hook func(op Op, name string) error) {
 }
 
 func (m *Mem) check(op Op, name string) error {
+	if m.crashAt > 0 && m.ops+1 >= m.crashAt {
+		if m.crashed == nil {
+			m.crashed = m.crashLocked(m.crashRNG)
+		}
+		return &fs.PathError{Op: op.String(), Path: name, Err: ErrCrashed}
+	}
+	m.ops++
 	if m.fault == nil {
 		return nil
 	}
@@ -81,23 +170,81 @@ func (m *Mem) check(op Op, name string) error {
 
 // Crash returns what a power cut at this instant would leave: the entries
 // each directory held at its last sync, each file with the bytes of its
-// last sync. With rng non-nil, each file whose unsynced bytes extend what
-// was synced also keeps a random prefix of them, as an operating system
-// that wrote back part of its cache would. Locks do not survive.
+// last sync. With rng non-nil, each change to a directory since its last
+// sync also survives with probability 1/2, and each file whose unsynced
+// bytes extend what was synced also keeps a random prefix of them, as an
+// operating system that wrote back part of its cache would. Locks do not
+// survive.
 func (m *Mem) Crash(rng *rand.Rand) *Mem {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.crashLocked(rng)
+}
+
+func (m *Mem) crashLocked(rng *rand.Rand) *Mem {
+	files, dirs := maps.Clone(m.durable), maps.Clone(m.durableDirs)
+	if rng != nil {
+		for _, dir := range slices.Sorted(maps.Keys(m.unsynced)) { // sorted: a seed replays
+			for _, ch := range m.unsynced[dir] {
+				if rng.IntN(2) == 0 {
+					continue
+				}
+				for _, e := range ch {
+					switch {
+					case e.dir:
+						dirs[e.name] = true
+					case e.ino == nil:
+						delete(files, e.name)
+					default:
+						files[e.name] = e.ino
+					}
+				}
+			}
+		}
+	}
 	c := NewMem()
-	maps.Copy(c.dirs, m.dirs)
-	for name, ino := range m.durable {
+	for d := range dirs {
+		if reachable(dirs, d) {
+			c.dirs[d], c.durableDirs[d] = true, true
+		}
+	}
+	for name, ino := range files {
+		if !c.dirs[filepath.Dir(name)] {
+			continue // its directory vanished
+		}
 		data := slices.Clone(ino.synced)
-		if rng != nil && len(ino.data) > len(ino.synced) && string(ino.data[:len(ino.synced)]) == string(ino.synced) {
+		switch {
+		case rng == nil:
+		case ino.cut && rng.IntN(2) == 0:
+			// The cut was not written back, but some of what was written
+			// after it was: the old bytes past them show through.
+			n := ino.low + rng.IntN(len(ino.data)-ino.low+1)
+			data = append(slices.Clone(ino.data[:n]), ino.synced[min(n, len(ino.synced)):]...)
+		case len(ino.data) > len(ino.synced) && string(ino.data[:len(ino.synced)]) == string(ino.synced):
 			data = slices.Clone(ino.data[:len(ino.synced)+rng.IntN(len(ino.data)-len(ino.synced)+1)])
 		}
 		n := &inode{data: data, synced: slices.Clone(data)}
 		c.files[name], c.durable[name] = n, n
 	}
 	return c
+}
+
+// reachable says whether d and every directory above it are in dirs.
+func reachable(dirs map[string]bool, d string) bool {
+	for ; ; d = filepath.Dir(d) {
+		if !dirs[d] {
+			return false
+		}
+		if filepath.Dir(d) == d {
+			return true
+		}
+	}
+}
+
+// changedLocked notes a change to the entries of dir: durable at its next
+// SyncDir.
+func (m *Mem) changedLocked(dir string, ch ...entry) {
+	m.unsynced[dir] = append(m.unsynced[dir], ch)
 }
 
 // Bytes returns a copy of the named file's contents, or nil.
@@ -110,13 +257,16 @@ func (m *Mem) Bytes(name string) []byte {
 	return nil
 }
 
-// WriteFile sets the named file's contents, durably: for tests that damage
-// a file between a crash and a reopen.
+// WriteFile sets the named file's contents, durably (its directories
+// too): for tests that damage a file between a crash and a reopen.
 func (m *Mem) WriteFile(name string, data []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := &inode{data: slices.Clone(data), synced: slices.Clone(data)}
 	m.files[name], m.durable[name] = n, n
+	for d := filepath.Dir(name); !m.durableDirs[d]; d = filepath.Dir(d) {
+		m.dirs[d], m.durableDirs[d] = true, true
+	}
 }
 
 func (m *Mem) dirOf(name string) error {
@@ -139,8 +289,9 @@ func (m *Mem) Create(name string) (File, error) {
 	if ino == nil {
 		ino = &inode{}
 		m.files[name] = ino
+		m.changedLocked(filepath.Dir(name), entry{name: name, ino: ino})
 	}
-	ino.data = ino.data[:0:0]
+	ino.truncateLocked(0)
 	return &memFile{m: m, name: name, ino: ino}, nil
 }
 
@@ -219,6 +370,12 @@ func (m *Mem) Rename(oldname, newname string) error {
 	}
 	delete(m.files, oldname)
 	m.files[newname] = ino
+	if from, to := filepath.Dir(oldname), filepath.Dir(newname); from == to {
+		m.changedLocked(from, entry{name: oldname}, entry{name: newname, ino: ino})
+	} else {
+		m.changedLocked(from, entry{name: oldname})
+		m.changedLocked(to, entry{name: newname, ino: ino})
+	}
 	return nil
 }
 
@@ -232,17 +389,25 @@ func (m *Mem) Remove(name string) error {
 		return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrNotExist}
 	}
 	delete(m.files, name)
+	m.changedLocked(filepath.Dir(name), entry{name: name})
 	return nil
 }
 
+// MkdirAll creates dir and the directories above it that are missing. Each
+// new one is an entry of its parent, durable once the parent is synced.
 func (m *Mem) MkdirAll(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.check(OpMkdir, dir); err != nil {
+		return err
+	}
 	for d := filepath.Clean(dir); !m.dirs[d]; d = filepath.Dir(d) {
 		m.dirs[d] = true
 		if d == filepath.Dir(d) {
+			m.durableDirs[d] = true // a root is always there
 			break
 		}
+		m.changedLocked(filepath.Dir(d), entry{name: d, dir: true})
 	}
 	return nil
 }
@@ -254,16 +419,22 @@ func (m *Mem) SyncDir(dir string) error {
 		return err
 	}
 	dir = filepath.Clean(dir)
-	for name := range m.durable {
-		if filepath.Dir(name) == dir {
-			delete(m.durable, name)
+	if !m.dirs[dir] {
+		return &fs.PathError{Op: "syncdir", Path: dir, Err: fs.ErrNotExist}
+	}
+	for _, ch := range m.unsynced[dir] {
+		for _, e := range ch {
+			switch {
+			case e.dir:
+				m.durableDirs[e.name] = true
+			case e.ino == nil:
+				delete(m.durable, e.name)
+			default:
+				m.durable[e.name] = e.ino
+			}
 		}
 	}
-	for name, ino := range m.files {
-		if filepath.Dir(name) == dir {
-			m.durable[name] = ino
-		}
-	}
+	delete(m.unsynced, dir)
 	return nil
 }
 
@@ -329,7 +500,7 @@ func (f *memFile) Sync() error {
 	if err := f.m.check(OpSync, f.name); err != nil {
 		return err
 	}
-	f.ino.synced = slices.Clone(f.ino.data)
+	f.ino.synced, f.ino.cut = slices.Clone(f.ino.data), false
 	return nil
 }
 
@@ -345,7 +516,7 @@ func (f *memFile) Truncate(size int64) error {
 	if size < 0 || size > int64(len(f.ino.data)) {
 		return &fs.PathError{Op: "truncate", Path: f.name, Err: fmt.Errorf("size %d outside 0..%d", size, len(f.ino.data))}
 	}
-	f.ino.data = f.ino.data[:size:size]
+	f.ino.truncateLocked(int(size))
 	return nil
 }
 

@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -85,7 +86,8 @@ func TestFileSystems(t *testing.T) {
 }
 
 // A power cut keeps what was synced: file bytes at their last Sync,
-// directory entries at their directory's last SyncDir.
+// directory entries at their directory's last SyncDir, a new directory
+// once its parent was synced.
 func TestMemCrash(t *testing.T) {
 	m := vfs.NewMem()
 	require.NoError(t, m.MkdirAll("/d"))
@@ -94,12 +96,23 @@ func TestMemCrash(t *testing.T) {
 	f.Sync()
 	f.Write([]byte(" and not"))
 
-	c := m.Crash(nil)
-	_, err := c.ReadFile("/d/a")
-	require.True(t, errors.Is(err, fs.ErrNotExist), "created, never SyncDir'd: gone")
-
 	require.NoError(t, m.SyncDir("/d"))
-	c = m.Crash(nil)
+	_, err := m.Crash(nil).List("/d")
+	require.True(t, errors.Is(err, fs.ErrNotExist), "a new directory whose parent was never synced: gone, with its files")
+	require.NoError(t, m.SyncDir("/"))
+
+	require.NoError(t, m.MkdirAll("/d/e"))
+	g, _ := m.Create("/d/e/x")
+	g.Sync()
+	require.NoError(t, m.SyncDir("/d/e"))
+	_, err = m.Crash(nil).List("/d/e")
+	require.True(t, errors.Is(err, fs.ErrNotExist), "its own directory synced, its parent not: gone")
+	require.NoError(t, m.SyncDir("/d"))
+	names, err := m.Crash(nil).List("/d/e")
+	require.NoError(t, err)
+	require.Equal(t, []string{"x"}, names)
+
+	c := m.Crash(nil)
 	got, err := c.ReadFile("/d/a")
 	require.NoError(t, err)
 	require.Equal(t, "synced", string(got), "only the synced bytes")
@@ -115,19 +128,89 @@ func TestMemCrash(t *testing.T) {
 	}
 	require.Greater(t, len(seen), 3, "different crashes keep different amounts")
 
-	// A rename is durable only once the directory is synced.
-	require.NoError(t, m.Rename("/d/a", "/d/b"))
-	names, _ := m.Crash(nil).List("/d")
-	require.Equal(t, []string{"a"}, names)
+	// A truncation not synced may be undone while what was written after
+	// it is kept: the old bytes past them show through.
+	tf, _ := m.Create("/d/t")
+	tf.Write([]byte("0123456789"))
+	tf.Sync()
 	m.SyncDir("/d")
+	tf.Truncate(2)
+	tf.Write([]byte("ab"))
+	seen = map[string]bool{}
+	for i := range 100 {
+		got, _ := m.Crash(rand.New(rand.NewPCG(uint64(i), 3))).ReadFile("/d/t")
+		seen[string(got)] = true
+	}
+	require.Equal(t, map[string]bool{"0123456789": true, "01a3456789": true, "01ab456789": true}, seen)
+	tf.Sync()
+	got, _ = m.Crash(rand.New(rand.NewPCG(1, 3))).ReadFile("/d/t")
+	require.Equal(t, "01ab", string(got), "synced: the cut is durable")
+	require.NoError(t, m.Remove("/d/t"))
+	require.NoError(t, m.SyncDir("/d"))
+
+	// A creation is durable only once the directory is synced.
+	h, _ := m.Create("/d/new")
+	h.Sync()
 	names, _ = m.Crash(nil).List("/d")
-	require.Equal(t, []string{"b"}, names)
+	require.Equal(t, []string{"a"}, names, "created, synced, its directory not: gone")
+
+	// A rename and a removal are durable only once the directory is
+	// synced; until then a crash may keep any of them, each whole.
+	require.NoError(t, m.Rename("/d/a", "/d/b"))
+	require.NoError(t, m.Remove("/d/e/x"))
+	names, _ = m.Crash(nil).List("/d")
+	require.Equal(t, []string{"a"}, names)
+	names, _ = m.Crash(nil).List("/d/e")
+	require.Equal(t, []string{"x"}, names, "a removal undone")
+	outcomes := map[string]bool{}
+	for i := range 100 {
+		c := m.Crash(rand.New(rand.NewPCG(uint64(i), 2)))
+		d, _ := c.List("/d")
+		e, _ := c.List("/d/e")
+		outcomes[fmt.Sprint(d, e)] = true
+	}
+	require.Equal(t, map[string]bool{
+		"[a] [x]": true, "[a new] [x]": true, "[b] [x]": true, "[b new] [x]": true,
+		"[a] []": true, "[a new] []": true, "[b] []": true, "[b new] []": true,
+	}, outcomes, "each change kept or not, a rename whole")
+	require.NoError(t, m.SyncDir("/d"))
+	require.NoError(t, m.SyncDir("/d/e"))
+	names, _ = m.Crash(nil).List("/d")
+	require.Equal(t, []string{"b", "new"}, names)
+	names, _ = m.Crash(nil).List("/d/e")
+	require.Empty(t, names)
 
 	// Locks do not survive a crash.
 	_, err = m.Lock("/d")
 	require.NoError(t, err)
 	_, err = m.Crash(nil).Lock("/d")
 	require.NoError(t, err)
+}
+
+// CrashAfter crashes the file system between two operations: what it
+// leaves is what Crash would have left then, and every later operation
+// fails.
+func TestMemCrashAfter(t *testing.T) {
+	m := vfs.NewMem()
+	m.MkdirAll("/d")
+	m.SyncDir("/")
+	start := m.Ops()
+	m.CrashAfter(3, nil)
+	f, err := m.Create("/d/a") // 1
+	require.NoError(t, err)
+	_, err = f.Write([]byte("x")) // 2
+	require.NoError(t, err)
+	require.NoError(t, f.Sync()) // 3
+	require.Nil(t, m.Crashed())
+	require.ErrorIs(t, m.SyncDir("/d"), vfs.ErrCrashed) // 4: the crash strikes before it
+	_, err = f.Write([]byte("y"))
+	require.ErrorIs(t, err, vfs.ErrCrashed)
+	require.Equal(t, start+3, m.Ops())
+	c := m.Crashed()
+	require.NotNil(t, c)
+	names, err := c.List("/d")
+	require.NoError(t, err)
+	require.Empty(t, names, "the SyncDir never ran")
 }
 
 // Faults fail the operation they name; a failed write is a short write.

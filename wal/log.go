@@ -264,16 +264,19 @@ func OpenWriter(fs vfs.FS, dir string, tail Tail, next int64) (*Writer, error) {
 	}
 	if tail.Size < headerSize {
 		// Created but its header never reached the disk: start it again.
-		if err := f.Truncate(0); err == nil {
-			_, err = f.Write(fileHeader(magicLog))
-		}
+		// No sync: until one covers it (the first drain's, a rotation's or
+		// Close's), a crash leaves either the old bytes, fewer than a
+		// header (an empty segment to Replay), or a prefix of what is
+		// written from now on.
+		err = f.Truncate(0)
 		if err == nil {
-			err = f.Sync()
+			_, err = f.Write(fileHeader(magicLog))
 		}
 		if err != nil {
 			f.Close()
 			return nil, err
 		}
+		w.dirty.Store(true)
 		tail.Size = headerSize
 	} else if tail.Torn {
 		if err := f.Truncate(tail.Size); err != nil {
@@ -289,9 +292,11 @@ func OpenWriter(fs vfs.FS, dir string, tail Tail, next int64) (*Writer, error) {
 	return w, nil
 }
 
-// create starts the segment of rev: written, synced, and its directory
-// entry synced, before any record goes into it. The caller holds wmu and
-// syncMu, or is the only user.
+// create starts the segment of rev: its header written and its directory
+// entry synced before any record goes into it. The header is synced with
+// the first records: until then a crash leaves the file empty or shorter
+// than a header, which Replay reads as an empty segment. The caller holds
+// wmu and syncMu, or is the only user.
 func (w *Writer) create(rev int64) error {
 	name := filepath.Join(w.dir, SegmentName(rev))
 	f, err := w.fs.Create(name)
@@ -299,9 +304,6 @@ func (w *Writer) create(rev int64) error {
 		return err
 	}
 	if _, err = f.Write(fileHeader(magicLog)); err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
 		err = w.fs.SyncDir(w.dir)
 	}
 	if err != nil {
@@ -312,7 +314,7 @@ func (w *Writer) create(rev int64) error {
 		w.f.Close()
 	}
 	w.f, w.size = f, headerSize
-	w.dirty.Store(false) // the old segment was synced by Rotate, the new one by us
+	w.dirty.Store(true) // the old segment was synced by Rotate; the new one's header waits for a sync
 	if w.wrap != nil {
 		w.f = w.wrap(w.f)
 	}
@@ -369,18 +371,6 @@ func (w *Writer) Flush() (int, error) {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	return w.flushLocked()
-}
-
-// TryFlush is Flush if no other Flush, and no rotation (see Cut), is under
-// way; otherwise it returns at once with ok false, and the records stay
-// buffered for the one under way or the next.
-func (w *Writer) TryFlush() (n int, ok bool, err error) {
-	if !w.wmu.TryLock() {
-		return 0, false, nil
-	}
-	defer w.wmu.Unlock()
-	n, err = w.flushLocked()
-	return n, true, err
 }
 
 // flushLocked is Flush for a caller holding wmu.
@@ -526,7 +516,8 @@ func (w *Writer) Inject(wrap func(vfs.File) vfs.File) {
 
 // RemoveBefore deletes the segments that end before rev: every segment but
 // the one holding rev and those after it. The caller guarantees a durable
-// snapshot covers everything below rev.
+// snapshot covers everything below rev, and syncs dir to make the removals
+// durable (once for this and RemoveSnapshotsBefore).
 func RemoveBefore(fs vfs.FS, dir string, rev int64) error {
 	segs, err := Segments(fs, dir)
 	if err != nil {
@@ -537,7 +528,7 @@ func RemoveBefore(fs vfs.FS, dir string, rev int64) error {
 			return err
 		}
 	}
-	return fs.SyncDir(dir)
+	return nil
 }
 
 // Current returns the first revision of the segment being written.

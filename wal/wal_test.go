@@ -304,10 +304,10 @@ func TestWriterFailsForever(t *testing.T) {
 	require.Equal(t, err, w.Err())
 }
 
-// TestTryFlushDuringCut: while a rotation is under way TryFlush writes
-// nothing and does not wait, Flush waits for it, and the records buffered
-// after the Cut land in the new segment, after those before it.
-func TestTryFlushDuringCut(t *testing.T) {
+// TestFlushDuringCut: while a rotation is under way Flush waits for it,
+// and the records buffered after the Cut land in the new segment, after
+// those before it.
+func TestFlushDuringCut(t *testing.T) {
 	dir := t.TempDir()
 	w, err := OpenWriter(vfs.OS, dir, Tail{Segment: -1}, 1)
 	require.NoError(t, err)
@@ -315,24 +315,6 @@ func TestTryFlushDuringCut(t *testing.T) {
 	w.Buffer(KindBatch, before)
 	c := w.Cut()
 	w.Buffer(KindBatch, after)
-	type result struct {
-		n   int
-		ok  bool
-		err error
-	}
-	tried := make(chan result, 1)
-	go func() {
-		n, ok, err := w.TryFlush()
-		tried <- result{n, ok, err}
-	}()
-	select {
-	case r := <-tried:
-		require.NoError(t, r.err)
-		require.False(t, r.ok, "a rotation is under way")
-		require.Zero(t, r.n)
-	case <-time.After(5 * time.Second):
-		t.Fatal("TryFlush waited for the rotation")
-	}
 	flushed := make(chan int)
 	go func() {
 		n, err := w.Flush()
@@ -346,8 +328,7 @@ func TestTryFlushDuringCut(t *testing.T) {
 	}
 	require.NoError(t, c.Rotate(2))
 	require.Equal(t, FrameSize(len(after)), <-flushed)
-	n, ok, err := w.TryFlush()
-	require.True(t, ok)
+	n, err := w.Flush()
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing left")
 	require.NoError(t, w.Sync())
