@@ -415,4 +415,42 @@ func TestRepair(t *testing.T) {
 	_, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithRepair())
 	require.ErrorIs(t, err, revkv.ErrCorrupt, "a damaged snapshot")
 	require.Equal(t, before, dirBytes(t, c))
+
+	// A whole record whose value the codec refuses is not damage to cut.
+	c = b.m.Crash(nil)
+	before = dirBytes(t, c)
+	_, err = revkv.Open("/db", refusingCodec{revkv.StringCodec()}, revkv.WithFS(c), revkv.WithRepair())
+	require.ErrorIs(t, err, revkv.ErrCorrupt, "a value the codec refuses")
+	require.Equal(t, before, dirBytes(t, c), "nothing is cut for a codec's refusal")
+}
+
+// refusingCodec refuses to decode one value that the log holds.
+type refusingCodec struct{ revkv.Codec[string] }
+
+func (c refusingCodec) Decode(b []byte) (string, error) {
+	if string(b) == "60" {
+		return "", errors.New("refused")
+	}
+	return c.Codec.Decode(b)
+}
+
+// TestTornValueHoldingARecord: a client may store the bytes of a log
+// record as a value (another store's log, say). A crash that cuts the
+// write of that value short leaves a whole record inside the torn one;
+// Open must still take it for a torn tail and cut it, not refuse the
+// store as damaged.
+func TestTornValueHoldingARecord(t *testing.T) {
+	b := newDamageBase(t, 20, 0)
+	inner := string(b.log[b.recs[3]:b.recs[4]]) + strings.Repeat("p", 100)
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(b.m))
+	require.NoError(t, err)
+	_, err = s.Put("k", inner)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	log := b.m.Bytes(b.seg)
+	for _, cut := range []int{1, 50, 99, 101, 150} {
+		rev, err := openDamaged(t, b.m, b.seg, log[:len(log)-cut])
+		require.NoError(t, err, "cut %d bytes short", cut)
+		require.Equal(t, b.rev, rev, "the torn Put is cut, every revision before it kept")
+	}
 }

@@ -111,9 +111,10 @@
 // whole or not at all. A failed write or sync stops the store's writes for
 // good (reads go on; Close returns it). Open on a directory in use is
 // ErrLocked. Only the end of the last log segment may be torn by a crash:
-// a bad record there with no whole record anywhere after it, which Open
-// cuts back. Any other damage (a bad record followed by a whole one, such
-// as a flipped bit in a length field; anything wrong in an earlier segment
+// a bad record there not followed by whole records running to the end of
+// the file, which Open cuts back. Any other damage (a bad record followed
+// by whole records to the end, as a flipped bit in a length field in the
+// middle leaves it; anything wrong in an earlier segment
 // or a snapshot) is ErrCorrupt, naming the file and offset, and Open
 // changes nothing on disk.
 // WithFS(vfs.NewMem()) keeps the directory in memory, on a file system

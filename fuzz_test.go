@@ -143,8 +143,9 @@ func damage(b []byte, op byte, at, n int, data []byte) []byte {
 // tornRule is the rule of contract §8.6 for a log segment, the last,
 // written as plainly as possible: the records are read from the start, and
 // the first that is not whole (cut short, or a checksum that does not
-// match) starts a torn tail if no whole record starts anywhere after it,
-// and is damage otherwise. It returns the revision Open must reach (snap,
+// match) starts a torn tail unless whole records, one after another, run
+// from somewhere after it to the end of the file, and is damage if they
+// do. It returns the revision Open must reach (snap,
 // the snapshot's, plus the log's whole records up to a torn tail), or
 // corrupt: Open must refuse. A record the store could not have written
 // (revisions out of order) is damage too.
@@ -172,9 +173,17 @@ func tornRule(b []byte, snap int64) (rev int64, corrupt bool) {
 	}
 	for off := header; off < len(b); {
 		p, ok := whole(off)
-		if !ok {
+		if !ok { // damage if whole records run from somewhere after it to the end
 			for o := off + 1; o < len(b); o++ {
-				if _, ok := whole(o); ok {
+				p := o
+				for p < len(b) {
+					q, ok := whole(p)
+					if !ok {
+						break
+					}
+					p += 9 + len(q)
+				}
+				if p == len(b) {
 					return 0, true
 				}
 			}

@@ -120,7 +120,9 @@ func WithCheckpointBytes(n int64) Option {
 
 // WithFS makes Open keep the store's files in fs instead of the operating
 // system's file system; New ignores it. vfs.NewMem gives one in memory that
-// can crash, losing what was not synced, and fail on demand: for tests of
+// can crash as a power cut would (what was not synced may or may not
+// survive, as a prefix of each file's bytes and entry by entry in each
+// directory), and fail on demand: for tests of
 // code that uses a durable store, and of the store itself. A nil fs makes
 // Open panic.
 func WithFS(fs vfs.FS) Option {
@@ -133,8 +135,12 @@ func WithFS(fs vfs.FS) Option {
 // without every revision after the damage (acknowledged ones included).
 // Nothing is deleted: the bytes cut, and every later segment, are moved
 // into files named after their segment with ".damaged" appended, which
-// the store neither reads nor removes. A damaged snapshot is ErrCorrupt
-// still. It is for an operator who has chosen to lose those revisions:
+// the store neither reads nor removes. Only a damaged record is cut: a
+// damaged snapshot, a segment of an unknown format and a whole record the
+// store refuses (a value the codec cannot decode) are ErrCorrupt still,
+// since cutting there would lose every later revision for what may be a
+// codec's or a version's mistake. It is for an operator who has chosen to
+// lose those revisions:
 // without it damage is never cut silently. New ignores it.
 func WithRepair() Option {
 	return func(o *options) { o.repair = true }

@@ -45,8 +45,11 @@ func (s *state[V]) recover() (wal.Tail, error) {
 	}
 	tail, err := s.replayLog(from)
 	var c *wal.Corruption
-	if err != nil && s.opts.repair && errors.As(err, &c) {
+	if err != nil && s.opts.repair && errors.As(err, &c) && c.Frame {
 		// The state holds every record before the damaged one: cut there.
+		// A whole record the store refuses (a value the codec cannot
+		// decode) is not damage to cut: a repair would throw away every
+		// later revision for a codec's mistake.
 		return wal.CutLog(d.fs, d.dir, c)
 	}
 	return tail, err
@@ -371,7 +374,7 @@ func (s *state[V]) applyTrim(t wal.Trim) error {
 			return fmt.Errorf("a trim removes %q, whose value is live", t.Key)
 		}
 		s.removeKeyLocked(kl)
-		kl.log.CutBefore(last.Rev)
+		kl.log.CutBefore(last.Rev + 1) // above the tombstone: the log empties
 		return nil
 	}
 	if t.Lo > last.Rev {

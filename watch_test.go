@@ -353,7 +353,13 @@ func TestWatchFollowsItsAdvice(t *testing.T) {
 			if s.Rev() == 0 {
 				continue
 			}
-			require.NoError(t, watchToHead(s, max(s.Floor(), 1)), "%s: a watch from Floor %d", what, s.Floor())
+			floor := max(s.Floor(), 1)
+			revs, err := watchRevs(s, floor)
+			require.NoError(t, err, "%s: a watch from Floor %d", what, s.Floor())
+			for i, r := range revs { // with every key watched, every revision from Floor on, once
+				require.Equal(t, floor+revkv.Revision(i), r, "%s: a watch from Floor %d skipped or repeated", what, floor)
+			}
+			require.Len(t, revs, int(s.Rev()-floor+1), "%s: a watch from Floor %d", what, floor)
 			for from := revkv.Revision(1); from <= s.Rev(); from++ {
 				var oe *revkv.OpError
 				if err := watchToHead(s, from); errors.As(err, &oe) {
@@ -370,14 +376,26 @@ func TestWatchFollowsItsAdvice(t *testing.T) {
 // watchToHead watches every key from from up to the store's latest
 // revision and returns the error the watch yielded, if any.
 func watchToHead(s *revkv.Store[string], from revkv.Revision) error {
+	_, err := watchRevs(s, from)
+	return err
+}
+
+// watchRevs watches every key from from up to the store's latest revision
+// and returns the revisions it yielded, and its error if any.
+func watchRevs(s *revkv.Store[string], from revkv.Revision) ([]revkv.Revision, error) {
 	head := s.Rev()
+	var revs []revkv.Revision
 	if from > head {
-		return nil
+		return nil, nil
 	}
 	for e, err := range s.Watch(context.Background(), "", from) {
-		if err != nil || e.Rev >= head {
-			return err
+		if err != nil {
+			return revs, err
+		}
+		revs = append(revs, e.Rev)
+		if e.Rev >= head {
+			return revs, nil
 		}
 	}
-	return nil
+	return revs, nil
 }

@@ -1,6 +1,7 @@
 // Package vfs is the file system a store on a directory writes through: the
-// operating system's (OS), or Mem, an in-memory one that can crash — losing
-// what was not synced, as a power cut would — and fail on demand. It holds
+// operating system's (OS), or Mem, an in-memory one that can crash as a
+// power cut would — what was not synced may or may not survive — and fail
+// on demand. It holds
 // only what the log and snapshot formats need: create, append, truncate,
 // sync, rename, remove, list, read, size, lock.
 //
@@ -45,7 +46,8 @@ type FS interface {
 	Rename(oldname, newname string) error
 	Remove(name string) error
 	MkdirAll(dir string) error
-	// SyncDir makes dir's entries (files created, renamed, removed) durable.
+	// SyncDir makes dir's entries (files and directories created, renamed,
+	// removed) durable.
 	SyncDir(dir string) error
 	// Lock takes dir's exclusive advisory lock, or returns ErrLocked if
 	// another holder has it. Closing the result releases it.

@@ -3,7 +3,6 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,6 +58,11 @@ type Corruption struct {
 	File   string
 	Offset int64
 	Why    string
+	// Frame is true when the record's frame itself is damaged (a length,
+	// a checksum), false when a whole record's content was refused (a
+	// value the codec cannot decode, revisions out of order): only the
+	// first is damage a repair may cut away.
+	Frame bool
 }
 
 func (c *Corruption) Error() string {
@@ -85,16 +89,20 @@ type Tail struct {
 // crash interrupted, cut anywhere, perhaps followed by zeros or garbage
 // where the file system extended the file but lost the data. Replay calls
 // a bad record there (cut short, a length no record has, a checksum that
-// does not match) torn when no whole record (a frame of a log's kind whose
-// length fits and whose checksum matches) starts anywhere after it in the
-// file: it stops before it and says so in Tail. Every other bad record is
-// damage, a *Corruption naming the file and the record's offset: one in a
-// segment before the last, and one in the last segment followed by a whole
-// record, as a flipped bit in a length or a damaged run in the middle
-// leaves it. Looking for that whole record reads the rest of the file into
-// memory and takes time linear in its length (see findRecord); a file that
-// ends after its last whole record, as every cleanly closed one does, costs
-// nothing more.
+// does not match) torn unless whole records (frames of a log's kind whose
+// length fits and whose checksum matches), one after another, run from
+// somewhere after it to exactly the end of the file: it stops before it
+// and says so in Tail. Every other bad record is damage, a *Corruption
+// naming the file and the record's offset: one in a segment before the
+// last, and one in the last segment followed by whole records to the end,
+// as a flipped bit in a length or a damaged run in the middle leaves it. A
+// single whole record is not enough: a torn record's value may hold the
+// bytes of one. Looking for that run reads the rest of the file into
+// memory and takes time linear in its length (see findTail); a file that
+// ends after its last whole record, as every cleanly closed one does,
+// costs nothing more. Damage in the middle and a torn tail together (a
+// crash after the damage) look like a torn write at the damage: Replay
+// stops there.
 //
 // So a record damaged after it was synced is reported, however its length
 // was changed, unless nothing whole follows it: damage to the last record,
@@ -181,16 +189,17 @@ func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte
 		if st != frameOK {
 			why := map[frameStatus]string{frameShort: "the record runs past the end of the file", frameBadCRC: "checksum mismatch", frameBadLength: "impossible record length"}[st]
 			if !last {
-				return 0, false, &Corruption{File: name, Offset: off, Why: why}
+				return 0, false, &Corruption{File: name, Offset: off, Why: why, Frame: true}
 			}
-			// A torn write, or damage? Damage leaves whole records after it.
+			// A torn write, or damage? Damage leaves whole records after
+			// it, to the end of the file.
 			rest, err := fr.rest()
 			if err != nil {
 				return readErr(err)
 			}
-			if at := findRecord(rest, 1); at >= 0 {
-				why += fmt.Sprintf(", and a whole record follows at offset %d: not a torn write", off+int64(at))
-				return 0, false, &Corruption{File: name, Offset: off, Why: why}
+			if at := findTail(rest, 1); at >= 0 {
+				why += fmt.Sprintf(", and whole records follow from offset %d to the end of the file: not a torn write", off+int64(at))
+				return 0, false, &Corruption{File: name, Offset: off, Why: why, Frame: true}
 			}
 			return off, true, nil
 		}
@@ -334,25 +343,19 @@ func (w *Writer) Err() error {
 	return nil
 }
 
-// Buffer adds a record to those the next Flush writes, and returns the
-// number of bytes buffered, the record's included.
-func (w *Writer) Buffer(kind Kind, payload []byte) int {
+// Buffer adds a record to those the next Flush writes.
+func (w *Writer) Buffer(kind Kind, payload []byte) {
 	w.bufMu.Lock()
 	w.buf = appendFrame(w.buf, kind, payload)
-	n := len(w.buf)
 	w.bufMu.Unlock()
-	return n
 }
 
 // BufferBatch is Buffer of a KindBatch record of b, encoded straight into
-// the buffer. It returns the number of bytes buffered and the record's size.
-func (w *Writer) BufferBatch(b Batch) (buffered, size int) {
+// the buffer.
+func (w *Writer) BufferBatch(b Batch) {
 	w.bufMu.Lock()
-	start := len(w.buf)
 	w.buf = appendFrameFunc(w.buf, KindBatch, func(dst []byte) []byte { return AppendBatch(dst, b) })
-	buffered = len(w.buf)
 	w.bufMu.Unlock()
-	return buffered, buffered - start
 }
 
 // FrameSize is the number of bytes a record of n payload bytes takes.
@@ -536,102 +539,4 @@ func (w *Writer) Current() (int64, error) {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
 	return strconv.ParseInt(strings.TrimSuffix(filepath.Base(w.f.Name()), logExt), 16, 64)
-}
-
-// damagedExt ends the name of a file CutLog moved aside. Segments does not
-// list such files, and nothing removes them.
-const damagedExt = ".damaged"
-
-// CutLog cuts dir's log before the damaged record c names (a *Corruption
-// Replay returned), for a caller that chose to keep the records before it
-// and lose those after: the bytes of that segment from c.Offset on are
-// copied to a file of the segment's name with ".damaged" appended, every
-// later segment is renamed the same way, and the segment is cut at
-// c.Offset; each step is synced before the next. It returns the tail to
-// open a Writer after. A c that names no segment of dir is returned as it
-// is.
-func CutLog(fs vfs.FS, dir string, c *Corruption) (Tail, error) {
-	first, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(c.File), logExt), 16, 64)
-	if err != nil || c.File != filepath.Join(dir, SegmentName(first)) || c.Offset < 0 {
-		return Tail{}, c
-	}
-	f, err := fs.OpenRead(c.File)
-	if err != nil {
-		return Tail{}, err
-	}
-	data, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
-		return Tail{}, err
-	}
-	off := min(c.Offset, int64(len(data)))
-	aside, err := freeName(fs, c.File+damagedExt)
-	if err != nil {
-		return Tail{}, err
-	}
-	w, err := fs.Create(aside)
-	if err != nil {
-		return Tail{}, err
-	}
-	if _, err = w.Write(data[off:]); err == nil {
-		err = w.Sync()
-	}
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return Tail{}, err
-	}
-	segs, err := Segments(fs, dir)
-	if err != nil {
-		return Tail{}, err
-	}
-	for _, s := range segs {
-		if s > first {
-			name := filepath.Join(dir, SegmentName(s))
-			to, err := freeName(fs, name+damagedExt)
-			if err == nil {
-				err = fs.Rename(name, to)
-			}
-			if err != nil {
-				return Tail{}, err
-			}
-		}
-	}
-	if err := fs.SyncDir(dir); err != nil {
-		return Tail{}, err
-	}
-	if off < headerSize {
-		off = 0 // OpenWriter writes the header again
-	}
-	a, err := fs.OpenAppend(c.File)
-	if err != nil {
-		return Tail{}, err
-	}
-	if err = a.Truncate(off); err == nil {
-		err = a.Sync()
-	}
-	if cerr := a.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return Tail{}, err
-	}
-	return Tail{Segment: first, Size: off}, nil
-}
-
-// freeName returns name, or name with "-2", "-3", ... appended, whichever
-// is first not a file: a segment cut aside once may be written again.
-func freeName(fs vfs.FS, name string) (string, error) {
-	for i := 1; ; i++ {
-		n := name
-		if i > 1 {
-			n = fmt.Sprintf("%s-%d", name, i)
-		}
-		if _, err := fs.Size(n); errors.Is(err, os.ErrNotExist) {
-			return n, nil
-		} else if err != nil {
-			return "", err
-		}
-	}
 }

@@ -12,8 +12,14 @@ import (
 // the file, a checksum that does not match. What tells them apart is what
 // follows. A torn write is the end of the log: nothing written after it
 // reached the file, so no whole record starts after the bad one. Damage
-// in the middle leaves the records after it whole. findRecord looks for
-// one.
+// in the middle leaves the records after it whole, one after another to
+// the end of the file. findTail looks for such a run.
+//
+// A run, not a single record: the bytes of a torn record are a value a
+// client chose, and a value may hold the bytes of a whole record (a
+// client storing another store's log, say). Such a record is followed by
+// the rest of the value, cut wherever the crash cut it, not by whole
+// records that end exactly where the file ends.
 
 // findRecord returns the offset of the first whole record of a log in b at
 // or after from: a frame of a log's kind whose length fits in b and whose
@@ -28,22 +34,77 @@ import (
 // multiplication modulo the polynomial: O(len(b)), about a microsecond per
 // candidate at worst.
 func findRecord(b []byte, from int) int {
-	var sums []uint32 // computed at the first candidate
-	var shift crcShift
+	s := scanner{b: b}
 	for o := max(from, 0); o+frameSize <= len(b); o++ {
-		n := binary.LittleEndian.Uint32(b[o:])
-		if uint64(n) > uint64(len(b)-o-frameSize) || !logKind(Kind(b[o+8])) {
-			continue
-		}
-		if sums == nil {
-			sums = blockCRCs(b)
-		}
-		// The checksum covers the kind byte and the payload.
-		if spanCRC(b, sums, &shift, o+8, o+frameSize+int(n)) == binary.LittleEndian.Uint32(b[o+4:]) {
+		if _, ok := s.whole(o); ok {
 			return o
 		}
 	}
 	return -1
+}
+
+// findTail returns the offset of the first whole record at or after from
+// that starts a run of whole records ending exactly at the end of b; -1
+// if there is none. Each offset is walked at most once: a run that breaks
+// marks every record in it as leading nowhere, so the cost stays linear
+// even in bytes crafted as records within records.
+func findTail(b []byte, from int) int {
+	s := scanner{b: b}
+	dead := make([]bool, len(b)) // records whose run breaks before the end
+	var run []int
+	for o := max(from, 0); o+frameSize <= len(b); o++ {
+		if dead[o] {
+			continue
+		}
+		n, ok := s.whole(o)
+		if !ok {
+			continue
+		}
+		run = append(run[:0], o)
+		p := o + n
+		for p < len(b) && !dead[p] {
+			m, ok := s.whole(p)
+			if !ok {
+				break
+			}
+			run = append(run, p)
+			p += m
+		}
+		if p == len(b) {
+			return o
+		}
+		for _, q := range run {
+			dead[q] = true
+		}
+	}
+	return -1
+}
+
+// scanner checks frames at any offset of b, computing the prefix
+// checksums once, at the first frame that needs one.
+type scanner struct {
+	b     []byte
+	sums  []uint32
+	shift crcShift
+}
+
+// whole returns the size of the frame at o if it is a whole record of a
+// log: a log's kind, a length that fits in b, a matching checksum.
+func (s *scanner) whole(o int) (int, bool) {
+	b := s.b
+	if o+frameSize > len(b) {
+		return 0, false
+	}
+	n := binary.LittleEndian.Uint32(b[o:])
+	if uint64(n) > uint64(len(b)-o-frameSize) || !logKind(Kind(b[o+8])) {
+		return 0, false
+	}
+	if s.sums == nil {
+		s.sums = blockCRCs(b)
+	}
+	// The checksum covers the kind byte and the payload.
+	size := frameSize + int(n)
+	return size, spanCRC(b, s.sums, &s.shift, o+8, o+size) == binary.LittleEndian.Uint32(b[o+4:])
 }
 
 // logKind reports whether k is the kind of a record a log holds.

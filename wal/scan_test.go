@@ -67,3 +67,36 @@ func TestFindRecord(t *testing.T) {
 		require.Equal(t, c.want, findRecord(c.b, c.from), c.name)
 	}
 }
+
+// TestFindTail: damage is a whole record followed by whole records to the
+// end of the file; a torn record whose value holds the bytes of a record,
+// cut anywhere, is not. Bytes crafted as records within records are
+// walked once each.
+func TestFindTail(t *testing.T) {
+	rec := frameOf(AppendBatch(nil, testBatch(5, 2)))
+	two := append(bytes.Clone(rec), frameOf(AppendBatch(nil, testBatch(7, 1)))...)
+	// A torn record whose value holds a whole record, then more of the value.
+	inner := append(bytes.Clone(rec), bytes.Repeat([]byte("p"), 100)...)
+	torn := frameOf(AppendBatch(nil, Batch{{Key: "k", Op: 1, Rev: 9, Sec: 1, Value: inner}}))
+	var ambiguous []int
+	for cut := 1; cut < len(torn); cut++ {
+		if findTail(torn[:len(torn)-cut], 1) >= 0 {
+			ambiguous = append(ambiguous, cut)
+		}
+	}
+	// Only a cut exactly at the end of the record inside the value reads
+	// as a whole record running to the end of the file.
+	require.Equal(t, []int{100}, ambiguous, "a torn record holding a record, cut short")
+	require.Equal(t, 0, findTail(two, 0), "two whole records to the end")
+	require.Equal(t, len(rec), findTail(two, 1), "the second one alone")
+	require.Equal(t, -1, findTail(two[:len(two)-1], 0), "the run ends torn: a torn write")
+	require.Equal(t, 3, findTail(append([]byte{9, 9, 9}, two...), 0))
+
+	// Records nested in the values of records, 5,000 deep, each run broken
+	// by the one byte after it: linear, not quadratic.
+	nested := []byte{}
+	for range 5000 {
+		nested = append(frameOf(AppendBatch(nil, Batch{{Key: "k", Op: 1, Rev: 1, Value: nested}})), 'x')
+	}
+	require.Equal(t, -1, findTail(nested, 1))
+}

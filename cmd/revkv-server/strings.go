@@ -206,7 +206,7 @@ func txSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 // entry, if exists).
 func putKeepTTL(tx *revkv.Txn[[]byte], key string, v []byte, old revkv.Entry[[]byte], exists bool) {
 	if exists && !old.ExpiresAt.IsZero() {
-		tx.PutExpiresAt(key, v, old.ExpiresAt) // live: after the write's time
+		putExpiring(tx, key, v, expiry{at: old.ExpiresAt}) // live, so after the write's time
 		return
 	}
 	tx.Put(key, v)
