@@ -54,6 +54,7 @@ var kvs = []contender{
 	{"revkv", func() KV { return newRevkv() }},
 	{"map", func() KV { return newBareMap() }},
 	{"versioned", func() KV { return newVersionedMap() }},
+	{"ordered", func() KV { return newOrdered() }},
 	{"etcd", func() KV { return newEtcd() }},
 	{"badger", func() KV { return newBadger() }},
 	{"memdb", func() KV { return newMemdb() }},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/google/btree"
 	"github.com/hashicorp/go-memdb"
 	"go.etcd.io/etcd/pkg/v3/traceutil"
 	"go.etcd.io/etcd/server/v3/lease"
@@ -201,6 +202,11 @@ func newVersionedTimed() *versionedTimed { return &versionedTimed{m: map[string]
 
 func (m *versionedTimed) Put(k string, v []byte) {
 	m.mu.Lock()
+	m.putLocked(k, v)
+	m.mu.Unlock()
+}
+
+func (m *versionedTimed) putLocked(k string, v []byte) {
 	now := time.Now().UnixNano()
 	if n := len(m.times); n > 0 && now < m.times[n-1] {
 		now = m.times[n-1] // times never decrease
@@ -208,7 +214,6 @@ func (m *versionedTimed) Put(k string, v []byte) {
 	m.rev++
 	m.times = append(m.times, now)
 	m.m[k] = append(m.m[k], tEntry{rev: m.rev, time: now, value: v})
-	m.mu.Unlock()
 }
 func (m *versionedTimed) Get(k string) ([]byte, bool) {
 	m.mu.RLock()
@@ -230,6 +235,55 @@ func (m *versionedTimed) GetAt(k string, rev int64) ([]byte, bool) {
 	return es[i].value, true
 }
 func (m *versionedTimed) Close() {}
+
+// ordered is the least any store with revkv's reads must do per write: the
+// timed versioned map (a key's versions, each with its time from one
+// time.Now per write, and every revision's time for reads by time) and a
+// google/btree of the keys, for scans in key order, into which a new key
+// goes at its first write. It is the baseline of revkv's Put: revkv does
+// all of that and more (expiry, locations, publication to readers without
+// a lock); nothing that answers revkv's questions can do less.
+type ordered struct {
+	versionedTimed
+	keys *btree.BTreeG[string] // guarded by versionedTimed.mu
+}
+
+func newOrdered() *ordered {
+	return &ordered{versionedTimed: *newVersionedTimed(), keys: btree.NewOrderedG[string](32)}
+}
+
+func (o *ordered) Put(k string, v []byte) {
+	o.mu.Lock()
+	if _, ok := o.m[k]; !ok {
+		o.keys.ReplaceOrInsert(k)
+	}
+	o.putLocked(k, v)
+	o.mu.Unlock()
+}
+
+// Scan yields the keys under prefix in order with their values at rev (0:
+// the latest).
+func (o *ordered) Scan(prefix string, rev int64, fn func(string, []byte)) int {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	n := 0
+	o.keys.AscendGreaterOrEqual(prefix, func(k string) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		es := o.m[k]
+		i := len(es) - 1
+		if rev > 0 {
+			i = sort.Search(len(es), func(i int) bool { return es[i].rev > rev }) - 1
+		}
+		if i >= 0 {
+			fn(k, es[i].value)
+			n++
+		}
+		return true
+	})
+	return n
+}
 
 // ---- etcd mvcc on bbolt, in a temp dir on /dev/shm ----
 
