@@ -269,13 +269,7 @@ func TestLockedAcrossProcesses(t *testing.T) {
 // returns the error, and a later Open without the fault recovers every
 // revision written.
 func TestFaultsDuringOpen(t *testing.T) {
-	base := vfs.NewMem()
-	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(base))
-	require.NoError(t, err)
-	for r := int64(1); r <= 20; r++ {
-		_, err := s.Put(crashKey(r), fmt.Sprint(r))
-		require.NoError(t, err)
-	}
+	base, s := storeOf20(t)
 	require.NoError(t, s.Close())
 	seg := lastSegment(t, base, "/db")
 	base.WriteFile(seg, append(base.Bytes(seg), 0x40, 0, 0)) // a torn last record
@@ -305,13 +299,7 @@ func TestFaultsDuringOpen(t *testing.T) {
 // SyncNever (nothing synced after the write), over crashes of every shape,
 // the directory opens with revisions 1..20 or 1..21.
 func TestTornTailCutSynced(t *testing.T) {
-	base := vfs.NewMem()
-	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(base))
-	require.NoError(t, err)
-	for r := int64(1); r <= 20; r++ {
-		_, err := s.Put(crashKey(r), fmt.Sprint(r))
-		require.NoError(t, err)
-	}
+	base, s := storeOf20(t)
 	require.NoError(t, s.Close())
 	seg := lastSegment(t, base, "/db")
 	// A record of 4,000 bytes torn after 1,000: its payload is 0xff bytes,
@@ -339,13 +327,7 @@ func TestTornTailCutSynced(t *testing.T) {
 // it or to write its header is Open's error, and the next Open without
 // the fault recovers every revision and goes on writing.
 func TestShortSegmentRestarted(t *testing.T) {
-	base := vfs.NewMem()
-	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(base))
-	require.NoError(t, err)
-	for r := int64(1); r <= 20; r++ {
-		_, err := s.Put(crashKey(r), fmt.Sprint(r))
-		require.NoError(t, err)
-	}
+	base, s := storeOf20(t)
 	require.NoError(t, s.Checkpoint()) // the last segment is now empty
 	require.NoError(t, s.Close())
 	seg := lastSegment(t, base, "/db")
@@ -572,4 +554,18 @@ func TestCrashAtEveryOperation(t *testing.T) {
 		}
 		t.Logf("mode %d: crashed after each of %d operations", mode, total)
 	}
+}
+
+// storeOf20 opens a store on a new in-memory file system and writes
+// revisions 1..20 (crashKey(r) = r), leaving it open.
+func storeOf20(t *testing.T) (*vfs.Mem, *revkv.Store[string]) {
+	t.Helper()
+	m := vfs.NewMem()
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
+	require.NoError(t, err)
+	for r := int64(1); r <= 20; r++ {
+		_, err := s.Put(crashKey(r), fmt.Sprint(r))
+		require.NoError(t, err)
+	}
+	return m, s
 }
