@@ -21,7 +21,7 @@ type config struct {
 	addr        string
 	requirepass string
 	maxClients  int
-	maxValue    int64
+	maxValue    int64 // Redis's proto-max-bulk-len: the longest bulk string a client sends, and the longest string APPEND and SETRANGE make
 }
 
 // server speaks RESP to its clients over one store. Every command is one

@@ -472,3 +472,16 @@ func TestAbsoluteExpiryIsExact(t *testing.T) {
 	require.Equal(t, "v", do(c, "GETEX", "b", "PXAT", past))
 	require.Nil(t, do(c, "GET", "b"))
 }
+
+// TestMaxValueBoundsStrings: --max-value is Redis's proto-max-bulk-len
+// for the strings APPEND and SETRANGE make too, not only for what a client
+// sends: a client cannot grow a value past it a few bytes at a time.
+func TestMaxValueBoundsStrings(t *testing.T) {
+	_, addr := startServer(t, config{maxValue: 1 << 16})
+	c := newClient(t, addr)
+	tooBig := "error: ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	require.Equal(t, tooBig, do(c, "SETRANGE", "k", 1<<16, "x"))
+	require.Equal(t, int64(1<<16), do(c, "SETRANGE", "k", 1<<16-1, "x"))
+	require.Equal(t, tooBig, do(c, "APPEND", "k", "y"))
+	require.Equal(t, int64(1<<16), do(c, "STRLEN", "k"))
+}

@@ -469,7 +469,7 @@ func isSpace(ch byte) bool { return ch == ' ' || '\t' <= ch && ch <= '\r' }
 func cmdAppend(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	key := string(a[1])
 	e, ok := tx.GetEntry(key)
-	if int64(len(e.Value))+int64(len(a[2])) > maxString { // before the copy: no 1 GB to refuse
+	if int64(len(e.Value))+int64(len(a[2])) > c.srv.cfg.maxValue { // before the copy: no 1 GB to refuse
 		c.w.Error(errTooBig)
 		return
 	}
@@ -526,7 +526,7 @@ func cmdSetRange(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		c.w.Int(int64(len(e.Value)))
 		return
 	}
-	if off > maxString-int64(len(a[3])) { // not off+len: that overflows
+	if off > c.srv.cfg.maxValue-int64(len(a[3])) { // not off+len: that overflows
 		c.w.Error(errTooBig)
 		return
 	}
@@ -538,10 +538,6 @@ func cmdSetRange(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	putKeepTTL(tx, key, v, e, exists)
 	c.w.Int(int64(len(v)))
 }
-
-// maxString is the longest string APPEND and SETRANGE may make: Redis's
-// proto-max-bulk-len, 512 MB.
-const maxString = 512 << 20
 
 func clone(b []byte) []byte { return bytes.Clone(b) }
 
