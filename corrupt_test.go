@@ -45,17 +45,7 @@ func newDamageBase(t testing.TB, revs, ckpt int64) *damageBase {
 			require.NoError(t, s.Checkpoint())
 			b.snap = int64(s.Rev())
 		}
-		next := int64(s.Rev()) + 1
-		if i%5 == 4 {
-			_, err = s.Update(func(tx *revkv.Txn[string]) error {
-				for j := range int64(3) {
-					tx.Put(crashKey(next+j), fmt.Sprint(next))
-				}
-				return nil
-			})
-		} else {
-			_, err = s.Put(crashKey(next), fmt.Sprint(next))
-		}
+		_, err = writeNext(s, i%5 == 4)
 		require.NoError(t, err)
 	}
 	b.rev = int64(s.Rev())

@@ -31,6 +31,23 @@ var crashModes = map[string]revkv.SyncMode{"always": revkv.SyncAlways, "interval
 // revision by revision.
 func crashKey(r int64) string { return fmt.Sprint("k", r%37) }
 
+// writeNext writes the store's next revision r (crashKey(r) = r), or with
+// three the next three in one Update (each = r), and returns the last.
+func writeNext(s *revkv.Store[string], three bool) (revkv.Revision, error) {
+	next := int64(s.Rev()) + 1
+	if !three {
+		return s.Put(crashKey(next), fmt.Sprint(next))
+	}
+	return s.Update(func(tx *revkv.Txn[string]) error {
+		for j := range int64(3) {
+			if err := tx.Put(crashKey(next+j), fmt.Sprint(next)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // TestCrash runs a child process that writes as fast as it can (single
 // Puts, and Updates of three keys), printing every revision acknowledged,
 // and kills it with SIGKILL at a random moment, over and over on one
@@ -130,20 +147,7 @@ func crashChild(dir, mode string) {
 	}
 	w := bufio.NewWriter(os.Stdout)
 	for i := 0; ; i++ {
-		next := int64(s.Rev()) + 1
-		var rev revkv.Revision
-		if i%4 == 0 {
-			rev, err = s.Update(func(tx *revkv.Txn[string]) error {
-				for j := range int64(3) {
-					if err := tx.Put(crashKey(next+j), fmt.Sprint(next)); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		} else {
-			rev, err = s.Put(crashKey(next), fmt.Sprint(next))
-		}
+		rev, err := writeNext(s, i%4 == 0)
 		if err != nil {
 			fmt.Fprintln(w, "error:", err)
 			w.Flush()

@@ -55,22 +55,11 @@ func faultWorkload(t *testing.T, s *revkv.Store[string], injected error) (acked 
 			}
 			continue
 		}
-		next := int64(s.Rev()) + 1
-		var rev revkv.Revision
-		var err error
-		if i%5 == 0 {
-			rev, err = s.Update(func(tx *revkv.Txn[string]) error {
-				for j := range int64(3) {
-					tx.Put(crashKey(next+j), fmt.Sprint(next))
-				}
-				return nil
-			})
-		} else {
-			rev, err = s.Put(crashKey(next), fmt.Sprint(next))
-		}
+		before := s.Rev()
+		rev, err := writeNext(s, i%5 == 0)
 		if err != nil {
 			require.True(t, errors.Is(err, injected), "write: %v", err)
-			require.Equal(t, revkv.Revision(next-1), s.Rev(), "a failed write is invisible")
+			require.Equal(t, before, s.Rev(), "a failed write is invisible")
 			_, again := s.Put("k0", "after")
 			require.True(t, errors.Is(again, injected), "every later write fails with the same cause: %v", again)
 			return acked, true
@@ -147,13 +136,7 @@ func TestBitFlips(t *testing.T) {
 	put(40)
 	require.NoError(t, s.Checkpoint())
 	put(30)
-	next := int64(s.Rev()) + 1
-	_, err = s.Update(func(tx *revkv.Txn[string]) error {
-		for j := range int64(3) {
-			tx.Put(crashKey(next+j), fmt.Sprint(next))
-		}
-		return nil
-	})
+	_, err = writeNext(s, true)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	names, err := m.List("/db")
@@ -419,17 +402,7 @@ func TestWrittenBeforeReturn(t *testing.T) {
 		s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithSync(mode), revkv.WithSyncInterval(time.Hour))
 		require.NoError(t, err)
 		for i := range 40 {
-			next := int64(s.Rev()) + 1
-			if i%4 == 0 {
-				_, err = s.Update(func(tx *revkv.Txn[string]) error {
-					for j := range int64(3) {
-						tx.Put(crashKey(next+j), fmt.Sprint(next))
-					}
-					return nil
-				})
-			} else {
-				_, err = s.Put(crashKey(next), fmt.Sprint(next))
-			}
+			_, err = writeNext(s, i%4 == 0)
 			require.NoError(t, err)
 			c, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(killed(t, m, "/db")))
 			require.NoError(t, err)
