@@ -116,11 +116,7 @@ func ExpiryTime(now time.Time, d time.Duration) (time.Time, bool) {
 	if d <= 0 {
 		return time.Time{}, false
 	}
-	at := now.Add(d)
-	if !at.After(now) || !at.After(lowest) || at.After(maxTime) {
-		return time.Time{}, false
-	}
-	return at, true
+	return ExpiryAt(now, now.Add(d)) // an overflowing sum is not after now
 }
 
 // ExpiryAt returns at for an expiry set at now, or false when at is not
