@@ -13,17 +13,17 @@ import (
 // pin the head. A store made by New has nothing to write: nil. Checkpoints
 // also run by themselves once WithCheckpointBytes were logged.
 func (s *Store[V]) Checkpoint() error {
-	if s.d == nil {
+	if s.disk == nil {
 		return nil
 	}
 	if err := s.checkpoint(); err != nil {
-		return &OpError{Op: "checkpoint", Key: s.d.dir, Err: err}
+		return &OpError{Op: "checkpoint", Key: s.disk.dir, Err: err}
 	}
 	return nil
 }
 
 func (s *state[V]) checkpoint() error {
-	d := s.d
+	d := s.disk
 	d.ckptMu.Lock()
 	defer d.ckptMu.Unlock()
 

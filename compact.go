@@ -2,13 +2,11 @@ package revkv
 
 import (
 	"math"
-	"sort"
 	"time"
 
 	"github.com/google/btree"
 
 	"github.com/revkv/revkv/revlog"
-	"github.com/revkv/revkv/wal"
 )
 
 // History shrinks in two ways, with one verb each:
@@ -16,7 +14,7 @@ import (
 //     WithRetention's rolling compaction); compactKeyLocked applies the
 //     last compaction to one key's log;
 //   - trim: cut one key's log to its newest WithMaxHistory entries
-//     (trimKeyLocked; trimIfOverLocked at a write that took it over twice
+//     (trimKeyLocked; commitLocked at a write that took it over twice
 //     that).
 // Trim, the trimmer and upkeepKeyLocked do both. Neither ever drops what an
 // open View needs (oldestPin).
@@ -52,17 +50,15 @@ func (s *Store[V]) Compact(rev Revision) error {
 		s.mu.Unlock()
 		return nil
 	}
-	if s.d != nil {
-		if err := s.d.err(); err != nil {
-			s.mu.Unlock()
-			return revErr("compact", rev, "at", rev, err)
-		}
+	if err := s.dur.err(); err != nil {
+		s.mu.Unlock()
+		return revErr("compact", rev, "at", rev, err)
 	}
 	s.compactLocked(int64(rev))
 	keys := s.tree.Clone()
 	s.mu.Unlock()
 	s.walk(keys, s.compactKeyLocked)
-	if err := s.syncUpkeep(); err != nil {
+	if err := s.dur.upkept(); err != nil {
 		return revErr("compact", rev, "at", rev, err)
 	}
 	return nil
@@ -76,7 +72,7 @@ func (s *Store[V]) Compact(rev Revision) error {
 // one key at a time.
 func (s *Store[V]) Trim() int {
 	s.mu.Lock()
-	if s.closed || s.d != nil && s.d.err() != nil {
+	if s.closed || s.dur.err() != nil {
 		s.mu.Unlock()
 		return 0
 	}
@@ -88,19 +84,8 @@ func (s *Store[V]) Trim() int {
 	keys := s.tree.Clone()
 	s.mu.Unlock()
 	n := s.walk(keys, s.upkeepKeyLocked)
-	s.syncUpkeep() // a failure stops writes, and Close returns it
+	s.dur.upkept() // a failure stops writes, and Close returns it
 	return n
-}
-
-// syncUpkeep makes a Compact or Trim durable before it returns, under
-// SyncAlways: what a call did is on stable storage when it returns, as for
-// writes. (Trims of the background trimmer wait for the next sync: a crash
-// that undoes one only keeps more history, which the next pass cuts.)
-func (s *state[V]) syncUpkeep() error {
-	if s.d == nil || s.opts.sync != SyncAlways {
-		return nil
-	}
-	return s.d.sync()
 }
 
 // compactByRetentionLocked applies WithRetention: it compacts at the last
@@ -136,7 +121,7 @@ func (t trimTarget[V]) Trim(kl *keyLog[V]) bool {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.d != nil && s.d.err() != nil {
+	if s.closed || s.dur.err() != nil {
 		return false
 	}
 	s.compactByRetentionLocked()
@@ -187,8 +172,8 @@ func (s *state[V]) compactKeyLocked(kl *keyLog[V]) int {
 	if n > 0 && !empty {
 		s.refreshSlotLocked(kl)
 	}
-	if n > 0 && s.d != nil {
-		s.logTrimLocked(kl, empty, false)
+	if n > 0 {
+		s.dur.trimmed(s, kl, empty, false)
 	}
 	return n
 }
@@ -219,7 +204,7 @@ func (s *state[V]) removeKeyLocked(kl *keyLog[V]) {
 
 // refreshSlotLocked gives an expired key's index slot the tombstone its log
 // ends with, letting go of the expired value the slot still holds (see
-// expireLocked), once entries were dropped from the log: the OpPut that
+// publishLocked), once entries were dropped from the log: the OpPut that
 // holds the value may have been among them.
 func (s *state[V]) refreshSlotLocked(kl *keyLog[V]) {
 	if last, ok := kl.log.Last(); ok && last.Op == revlog.Expire {
@@ -227,72 +212,6 @@ func (s *state[V]) refreshSlotLocked(kl *keyLog[V]) {
 		s.index[kl.key] = indexedOf(kl, last)
 		s.indexMu.Unlock()
 	}
-}
-
-// trimIfOverLocked trims kl to the history cap if a write took it over twice
-// the cap.
-func (s *state[V]) trimIfOverLocked(kl *keyLog[V]) {
-	if n := s.opts.maxHistory; n > 0 && kl.log.Len()-kl.drop > 2*n {
-		if d := s.d; d != nil && d.replaying {
-			return // the log says what was cut
-		} else if d != nil && d.draining {
-			s.deferTrimLocked(kl)
-			return
-		}
-		s.trimKeyLocked(kl)
-	}
-}
-
-// deferTrimLocked is trimKeyLocked during a drain: the entries it would
-// drop are counted in kl.drop and dropped at publication, so that readers
-// at the published head lose nothing before the drain's revisions are
-// theirs, while the cap cuts exactly where it would without a drain.
-func (s *state[V]) deferTrimLocked(kl *keyLog[V]) {
-	d := s.d
-	es := kl.log.Entries()[kl.drop:]
-	drop := len(es) - max(s.opts.maxHistory, 1)
-	if i := sort.Search(len(es), func(i int) bool { return es[i].Rev > s.oldestPin }) - 1; i < drop {
-		drop = max(i, 0) // keep the entry visible at the oldest view, and all after
-	}
-	if drop > 0 {
-		if kl.drop == 0 {
-			d.trims = append(d.trims, kl)
-		}
-		kl.drop += drop
-	}
-}
-
-// logDeferredTrimsLocked logs the cuts deferTrimLocked counted, in the
-// drain's own write, so that they are synced with the revisions that made
-// them: a crash never keeps a drain's writes without its cuts. Pins cannot
-// change before they are applied: the drain holds mu throughout.
-func (s *state[V]) logDeferredTrimsLocked() {
-	for _, kl := range s.d.trims {
-		es := kl.log.Entries()
-		t := wal.Trim{Key: kl.key, Count: true, Lo: es[kl.drop].Rev, Dropped: max(kl.log.Dropped(), es[kl.drop-1].Rev)}
-		s.d.rec = wal.AppendTrim(s.d.rec[:0], t) // logLocked copies it out
-		s.logLocked(wal.KindTrim, s.d.rec)
-	}
-}
-
-// applyDeferredTrimsLocked drops what deferTrimLocked counted, once the
-// drain is published; logDeferredTrimsLocked logged it.
-func (s *state[V]) applyDeferredTrimsLocked() {
-	d := s.d
-	for _, kl := range d.trims {
-		kl.mu.Lock()
-		lo := kl.log.Entries()[kl.drop].Rev
-		kl.log.DropBefore(lo)
-		kl.mu.Unlock()
-		kl.drop = 0
-		s.refreshSlotLocked(kl)
-		if lo > s.trimFloor {
-			s.trimFloor = lo
-			s.publishFloorLocked()
-		}
-	}
-	clear(d.trims)
-	d.trims = d.trims[:0]
 }
 
 // trimKeyLocked cuts kl to its newest maxHistory entries (keeping what the
@@ -304,9 +223,7 @@ func (s *state[V]) trimKeyLocked(kl *keyLog[V]) int {
 	kl.mu.Unlock()
 	if n > 0 {
 		s.refreshSlotLocked(kl)
-		if s.d != nil {
-			s.logTrimLocked(kl, false, true)
-		}
+		s.dur.trimmed(s, kl, false, true)
 	}
 	if n > 0 && lo > s.trimFloor {
 		s.trimFloor = lo
@@ -338,9 +255,7 @@ func (s *state[V]) compactLocked(rev int64) {
 	s.compactRev = rev
 	s.compaction.Store(&mark{rev: rev, time: t})
 	s.publishFloorLocked()
-	if s.d != nil && !s.d.replaying {
-		s.logLocked(wal.KindCompact, wal.AppendCompact(nil, wal.Compact{Rev: rev, Sec: t.Unix(), Nsec: int64(t.Nanosecond())}))
-	}
+	s.dur.compacted(s, rev, t)
 }
 
 // newestVisibleLocked returns the newest time among every key's entry visible

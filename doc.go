@@ -62,6 +62,13 @@
 // r. Scan and Len take the write lock for a short step. Values are stored as
 // given and never copied: do not mutate a value after writing or reading it.
 //
+// Inside, every write the store makes (Put and its variants, Update, and the
+// expiries that a write, PurgeExpired or the expirer materialises) goes
+// through one function, commitLocked in commit.go: it numbers the write's
+// revisions, hands them to durability (nothing for New; the log for Open),
+// applies them to the index and publishes them; watchers and the ring of
+// recent revisions learn of them there (publishLocked), and nowhere else.
+//
 // # Transactions
 //
 // Update runs a function that reads and writes several keys as one atomic,

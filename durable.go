@@ -53,8 +53,9 @@ import (
 //     error. Reads go on; Close returns it. (Under SyncInterval the writes
 //     a failed background sync covered were already answered.)
 
-// durability is the log of a store on a directory.
-type durability[V any] struct {
+// disk is the durability of a store on a directory: its log, and the
+// group commit that writes it.
+type disk[V any] struct {
 	dir   string
 	codec Codec[V]
 	fs    vfs.FS
@@ -67,16 +68,14 @@ type durability[V any] struct {
 	leading bool
 
 	// Guarded by state.mu.
-	draining  bool                  // a drain runs: publication is deferred
-	replaying bool                  // Open applies the log: nothing is logged or capped
-	pending   []slotUpdate[V]       // index slots the drain publishes, in order
-	newKeys   map[string]*keyLog[V] // keys the drain created, not yet in the index
-	touched   []string              // keys the drain wrote, whose watchers publication wakes
-	trims     []*keyLog[V]          // keys whose history cap cut waits for publication (keyLog.drop)
-	batch     wal.Batch
-	payload   []byte       // the batch's encoded values
-	rec       []byte       // a trim record being logged: logLocked copies it out
-	stale     []*keyLog[V] // keys whose slot the log replay has yet to set (keyLog.stale)
+	group       []*request[V]         // the requests of the running drain, the leader's first
+	unpublished []change[V]           // the drain's commits, in order, to publish
+	newKeys     map[string]*keyLog[V] // keys the drain created, not yet in the index
+	trims       []*keyLog[V]          // keys whose history cap cut waits for publication (keyLog.drop)
+	batch       wal.Batch
+	payload     []byte       // the batch's encoded values
+	rec         []byte       // a trim or compaction record being logged: the writer copies it out
+	stale       []*keyLog[V] // keys whose slot the log replay has yet to set (keyLog.stale)
 
 	logged atomic.Int64 // bytes logged since the last checkpoint
 	// snapBytes is the size of the newest snapshot: a checkpoint waits for
@@ -85,32 +84,7 @@ type durability[V any] struct {
 	ckptMu    sync.Mutex    // one checkpoint at a time, and none as close runs; taken before state.mu
 	ckpt      chan struct{} // wakes the checkpointer
 	failure   atomic.Pointer[error]
-}
-
-type slotUpdate[V any] struct {
-	key string
-	x   indexed[V]
-}
-
-// request is one write call waiting for a drain: a single write (key, d,
-// op), or run for the others (Update, a purge batch).
-type request[V any] struct {
-	key      string
-	d        expiry
-	op       writeOp[V]
-	run      func() (Revision, error)
-	rev      Revision
-	cur      int64 // a single write's key's current revision, for a conflict
-	err      error
-	panicked any
-	done     chan struct{} // closed when the request is done, or made leader
-	lead     bool          // set before done is closed: drain the queue
-	// turn and back hand the drain's write lock to the submitter of a
-	// request that runs its own code (Update's fn): the leader sends on turn
-	// when the request's turn comes and waits on back. So fn never leaves
-	// its caller's goroutine and stack, and a store made by New, which
-	// shares Update, does not pay for it escaping.
-	turn, back chan struct{}
+	mode      SyncMode // WithSync
 }
 
 // Open returns a store whose state lives in dir (created if missing) and
@@ -150,9 +124,10 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 		}
 	}()
 	st := newState[V](o)
-	d := &durability[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1)}
-	st.d = d
+	d := &disk[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1), mode: o.sync}
+	st.disk, st.dur = d, replay[V]{d}
 	tail, err := st.recover()
+	st.dur = d
 	if err == nil {
 		d.w, err = wal.OpenWriter(o.fs, dir, tail, st.order.Next())
 	}
@@ -200,7 +175,7 @@ func makeDir(fsys vfs.FS, dir string) error {
 }
 
 // start starts the checkpointer and, under SyncInterval, the syncer.
-func (d *durability[V]) start(s *state[V]) {
+func (d *disk[V]) start(s *state[V]) bool {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
@@ -217,10 +192,11 @@ func (d *durability[V]) start(s *state[V]) {
 		s.bg.Add(1)
 		go s.every(s.opts.syncInterval, func() { d.sync() }) // the syncer; its error is every later write's
 	}
+	return true
 }
 
 // err returns the failure that stopped the store's writes, if any.
-func (d *durability[V]) err() error {
+func (d *disk[V]) err() error {
 	if e := d.failure.Load(); e != nil {
 		return *e
 	}
@@ -232,13 +208,13 @@ func (d *durability[V]) err() error {
 	return nil
 }
 
-func (d *durability[V]) fail(err error) error {
+func (d *disk[V]) fail(err error) error {
 	d.failure.CompareAndSwap(nil, &err)
 	return d.err()
 }
 
 // sync makes everything written so far durable.
-func (d *durability[V]) sync() error {
+func (d *disk[V]) sync() error {
 	if err := d.err(); err != nil {
 		return err
 	}
@@ -248,10 +224,22 @@ func (d *durability[V]) sync() error {
 	return nil
 }
 
+// upkept syncs the compactions and trims logged so far under SyncAlways,
+// so that a Compact or Trim is on stable storage when it returns, as a
+// write is. (Trims of the background trimmer wait for the next sync: a
+// crash that undoes one only keeps more history, which the next pass
+// cuts.)
+func (d *disk[V]) upkept() error {
+	if d.mode != SyncAlways {
+		return nil
+	}
+	return d.sync()
+}
+
 // close syncs and closes the log and releases the directory; it runs once,
 // after the goroutines stopped and with the store closed to writes, and
 // after a Checkpoint under way ends.
-func (d *durability[V]) close() error {
+func (d *disk[V]) close() error {
 	d.ckptMu.Lock()
 	defer d.ckptMu.Unlock()
 	err := d.sync()
@@ -267,7 +255,7 @@ func (d *durability[V]) close() error {
 // compactions and trims logged since. It returns the failure that stopped
 // the store's writes, if any; nil for a store made by New.
 func (s *Store[V]) Sync() error {
-	if s.d == nil {
+	if s.disk == nil {
 		return nil
 	}
 	s.mu.Lock()
@@ -276,186 +264,8 @@ func (s *Store[V]) Sync() error {
 	if closed { // Close synced, or returned why it could not
 		return nil
 	}
-	if err := s.d.sync(); err != nil {
-		return &OpError{Op: "sync", Key: s.d.dir, Err: err}
+	if err := s.disk.sync(); err != nil {
+		return &OpError{Op: "sync", Key: s.disk.dir, Err: err}
 	}
 	return nil
-}
-
-// submit runs r as a request of the next drain and returns once it is
-// published (or failed), with r's results set. See the comment at the top.
-// mine, if not nil, is r's own code, run on this goroutine when r's turn
-// comes, under the drain's lock.
-func (s *state[V]) submit(r *request[V], mine func()) {
-	d := s.d
-	if err := d.err(); err != nil {
-		r.err = err
-		return
-	}
-	r.done = make(chan struct{})
-	if mine != nil {
-		r.turn, r.back = make(chan struct{}), make(chan struct{})
-	}
-	d.qmu.Lock()
-	d.queue = append(d.queue, r)
-	lead := !d.leading
-	d.leading = true
-	d.qmu.Unlock()
-	if !lead {
-	wait:
-		for {
-			select {
-			case <-r.turn:
-				runMine(r, mine)
-				r.back <- struct{}{}
-			case <-r.done:
-				break wait
-			}
-		}
-		lead = r.lead
-	}
-	if lead {
-		d.qmu.Lock()
-		batch := d.queue
-		d.queue = nil
-		d.qmu.Unlock()
-		s.drain(batch, r, mine)
-		d.qmu.Lock()
-		if len(d.queue) > 0 {
-			next := d.queue[0] // hand the lead on: this writer has its answer
-			next.lead = true
-			close(next.done)
-		} else {
-			d.leading = false
-		}
-		d.qmu.Unlock()
-	}
-	if r.panicked != nil {
-		panic(r.panicked)
-	}
-}
-
-// submitRun submits run as a request and returns its results.
-func (s *state[V]) submitRun(run func() (Revision, error)) (Revision, error) {
-	r := &request[V]{run: run}
-	s.submit(r, nil)
-	return r.rev, r.err
-}
-
-// runMine runs a request's own code, catching a panic for its submitter.
-func runMine[V any](r *request[V], mine func()) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.panicked = p
-		}
-	}()
-	mine()
-}
-
-// drain runs batch under the write lock, logs it with one write and (under
-// SyncAlways) one sync, and publishes it. self is the leader's own request,
-// which needs no wake-up.
-func (s *state[V]) drain(batch []*request[V], self *request[V], mine func()) {
-	d := s.d
-	s.mu.Lock()
-	d.draining = true
-	for _, r := range batch {
-		switch {
-		case d.err() != nil:
-			r.err = d.err()
-		case r == self && mine != nil:
-			runMine(r, mine)
-		case r.turn != nil: // its submitter runs it, under this lock
-			r.turn <- struct{}{}
-			<-r.back
-		default:
-			s.runRequest(r)
-		}
-	}
-	err := d.err()
-	if err == nil {
-		s.logDeferredTrimsLocked()
-	}
-	if err == nil && d.w.Buffered() > 0 {
-		var n int
-		n, err = d.w.Flush()
-		if err == nil && s.opts.sync == SyncAlways {
-			err = d.w.Sync()
-		}
-		d.logged.Add(int64(n))
-	}
-	if err != nil {
-		err = d.fail(err)
-		for _, r := range batch {
-			if r.err == nil && r.panicked == nil {
-				r.rev, r.err = 0, err
-			}
-		}
-		d.pending, d.touched = d.pending[:0], d.touched[:0]
-		for _, kl := range d.trims {
-			kl.drop = 0
-		}
-		d.trims = d.trims[:0]
-		clear(d.newKeys)
-		d.draining = false
-	} else {
-		s.publishLocked()
-	}
-	s.mu.Unlock()
-	for _, r := range batch {
-		if r != self {
-			close(r.done)
-		}
-	}
-	d.checkpointIfDue(s.opts.checkpointBytes)
-}
-
-// checkpointIfDue wakes the checkpointer once limit bytes, and at least as
-// many as the newest snapshot holds, were logged since the last checkpoint.
-func (d *durability[V]) checkpointIfDue(limit int64) {
-	if n := d.logged.Load(); n >= limit && n >= d.snapBytes.Load() {
-		select {
-		case d.ckpt <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (s *state[V]) runRequest(r *request[V]) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.panicked = p
-		}
-	}()
-	switch { // drain checked the store's failure before the call
-	case r.run != nil:
-		r.rev, r.err = r.run()
-	default:
-		r.rev, r.cur, r.err = s.writeLocked(r.key, &r.d, &r.op)
-	}
-}
-
-// publishLocked makes a drain's revisions visible, with their index slots,
-// in one step, then drops what the history cap cut during the drain.
-func (s *state[V]) publishLocked() {
-	d := s.d
-	first := s.order.Head().Rev + 1 // the drain's first revision
-	s.indexMu.Lock()
-	for _, p := range d.pending {
-		s.index[p.key] = p.x
-	}
-	s.order.Publish()
-	s.indexMu.Unlock()
-	if s.watch.n.Load() > 0 {
-		for _, k := range d.touched {
-			s.watch.notifyKey(k, first)
-		}
-	}
-	clear(d.touched)
-	d.touched = d.touched[:0]
-	clear(d.pending)
-	d.pending = d.pending[:0]
-	clear(d.newKeys)
-	d.draining = false
-	s.applyDeferredTrimsLocked()
 }

@@ -62,7 +62,7 @@ type keyLog[V any] struct {
 	// published; 0 otherwise. Guarded by state.mu.
 	drop int
 	// stale is set while Open's log replay has left the key's index slot
-	// behind its log (durability.stale lists these keys). Guarded by
+	// behind its log (disk.stale lists these keys). Guarded by
 	// state.mu.
 	stale bool
 }
@@ -77,7 +77,7 @@ func lessKey[V any](a, b *keyLog[V]) bool { return a.key < b.key }
 //
 // Invariant: the slot is indexedOf(the newest entry), or, when that is an
 // OpExpire, indexedOf(the OpPut before it, still in the log), whose deadline
-// is the OpExpire's time (see expireLocked).
+// is the OpExpire's time (see publishLocked).
 type indexed[V any] struct {
 	value V
 	// deadline is when value stops being live, in Unix nanoseconds: never

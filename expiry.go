@@ -21,39 +21,17 @@ const expiryBatch = 256
 // purge materialises every expiry due, expiryBatch at a time, and returns how
 // many. It is PurgeExpired and each tick of the expirer.
 func (s *state[V]) purge() int {
-	if s.d != nil {
-		return s.purgeDurable()
-	}
 	total := 0
 	for {
-		s.mu.Lock()
-		if s.closed || s.d != nil && s.d.err() != nil {
-			s.mu.Unlock()
-			return total
-		}
-		n := s.materializeLocked(s.order.WriterNow(), expiryBatch)
-		s.mu.Unlock()
-		total += n
-		if n < expiryBatch {
-			return total
-		}
-	}
-}
-
-// purgeDurable is purge for a store on a directory: each batch is a request
-// of a drain, so that its expiries are synced before readers see them.
-func (s *state[V]) purgeDurable() int {
-	total := 0
-	for {
-		n := 0
-		_, err := s.submitRun(func() (Revision, error) {
-			if s.closed {
-				return 0, ErrClosed
-			}
-			n = s.materializeLocked(s.order.WriterNow(), expiryBatch)
-			return 0, nil
-		})
+		r, err := s.dur.acquire(s)
 		if err != nil {
+			return total
+		}
+		n := 0
+		if !s.closed {
+			n = s.materializeLocked(s.order.WriterNow(), expiryBatch)
+		}
+		if _, err := s.dur.release(s, r, 0, nil); err != nil {
 			return total
 		}
 		total += n
@@ -128,40 +106,10 @@ func (s *state[V]) expireDueLocked(due int64, limit int) int {
 	return m
 }
 
-// expireLocked writes kl's OpExpire entry, as the next revision, at t: the
-// expiry time of its newest entry (an OpPut with a TTL: a newer write removes
-// the pending expiry), which the caller has read.
-//
-// It leaves kl's index slot as it is, so that a purge never looks the key up
-// in the index map, which would be most of its cost. The slot goes on holding
-// the expired value with its deadline, which every reader's now has reached
-// (now is never before the head's time, and this revision's time is that
-// deadline), so every read of the latest state already treats it as missing;
-// and the value is still in the log, in the OpPut before this entry, until a
-// trim or compaction drops that and refreshes the slot (refreshSlotLocked).
-// The next write to the key replaces the slot.
+// expireLocked commits kl's OpExpire entry, as the next revision, at t:
+// the expiry time of its newest entry (an OpPut with a TTL, whose pending
+// expiry the caller took off the expiry index), which the caller has read.
 func (s *state[V]) expireLocked(kl *keyLog[V], t time.Time) {
-	e := revlog.Entry[V]{Op: revlog.Expire, Rev: s.order.Next()}
-	e.SetTime(t, &s.zones)
-	kl.mu.Lock()
-	kl.log.Append(e)
-	kl.mu.Unlock()
-	if s.watch.n.Load() > 0 {
-		s.recent.record(e.Rev, kl)
-	}
-	s.liveKeys--
-	if d := s.d; d != nil {
-		s.logExpireLocked(kl.key, &e, t)
-		if d.draining { // published once the drain's log is synced
-			s.order.Assign(1, t)
-			d.touched = append(d.touched, kl.key)
-			s.trimIfOverLocked(kl)
-			return
-		}
-	}
-	s.order.Commit(t) // no slot changes with it, so indexMu is not needed
-	if s.watch.n.Load() > 0 {
-		s.watch.notifyKey(kl.key, e.Rev)
-	}
-	s.trimIfOverLocked(kl)
+	cs := [1]change[V]{{key: kl.key, kl: kl, e: revlog.Entry[V]{Op: revlog.Expire}, prev: -1}}
+	s.commitLocked(cs[:], t) // an expiry has no value for a codec to refuse
 }

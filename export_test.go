@@ -5,7 +5,6 @@ import (
 	"reflect"
 
 	"github.com/revkv/revkv/revlog"
-	"github.com/revkv/revkv/vfs"
 )
 
 // Check verifies the store's internal invariants, as bbolt's tx.Check does;
@@ -113,20 +112,12 @@ func checkLog[V any](key string, es []revlog.Entry[V], head int64, zones *revlog
 	return nil
 }
 
-// InjectFaults makes a store on a directory write its log through wrap, for
-// tests of failing writes and syncs, and of how many syncs writers share.
-func InjectFaults[V any](s *Store[V], wrap func(vfs.File) vfs.File) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.d.w.Inject(wrap)
-}
-
 // HoldCheckpoints keeps checkpoints from running until the returned func is
 // called, so that a test can copy a directory as one instant's state (as a
 // crash would leave it) while the store is open.
 func HoldCheckpoints[V any](s *Store[V]) (release func()) {
-	s.d.ckptMu.Lock()
-	return s.d.ckptMu.Unlock
+	s.disk.ckptMu.Lock()
+	return s.disk.ckptMu.Unlock
 }
 
 // LogCap returns the capacity of key's log: how many entries it holds

@@ -116,7 +116,7 @@ func (s *state[V]) liveEntry(key string) (revlog.Entry[V], time.Time, bool) {
 // Len returns the number of live keys. O(log n + keys expired but not yet
 // materialised); it takes the write lock briefly.
 func (s *Store[V]) Len() int {
-	if s.d != nil && s.d.err() != nil {
+	if s.dur.err() != nil {
 		// The failed drain's writes are in memory but were never published:
 		// count what readers see.
 		v, err := s.At(s.Rev())

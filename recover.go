@@ -19,9 +19,7 @@ import (
 // decode) is an error that wal turns into a *wal.Corruption naming the file
 // and offset. With WithRepair, damage in the log cuts it there instead.
 func (s *state[V]) recover() (wal.Tail, error) {
-	d := s.d
-	d.replaying = true
-	defer func() { d.replaying = false }()
+	d := s.disk
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snaps, err := wal.Snapshots(d.fs, d.dir)
@@ -68,7 +66,7 @@ func corruption(c *wal.Corruption) error {
 // it cannot size makes it 0: it is a hint, and reading the files reports
 // their errors.
 func (s *state[V]) logShare(at int64) float64 {
-	d := s.d
+	d := s.disk
 	snap, err := d.fs.Size(filepath.Join(d.dir, wal.SnapshotName(at)))
 	if err != nil || snap <= 0 {
 		return 0
@@ -89,7 +87,7 @@ func (s *state[V]) logShare(at int64) float64 {
 // offset). The loader never touches the state: commitLocked sets the
 // entries' times.
 func (s *state[V]) replayLog(from int64) (wal.Tail, error) {
-	d := s.d
+	d := s.disk
 	loads := make(chan *logLoad[V], 4)
 	free := make(chan *logLoad[V], 5)
 	answers := make(chan error) // to a trim
@@ -246,6 +244,10 @@ func (ld *logLoader[V]) batch(l *logLoad[V], p []byte) error {
 			l.changes = l.changes[:lo]
 			return fmt.Errorf("revision %d: a batch of several times", x.Rev)
 		}
+		if x.Op == uint8(revlog.Expire) && len(b) > 1 {
+			l.changes = l.changes[:lo]
+			return fmt.Errorf("revision %d: an expiry in a batch of several writes", x.Rev)
+		}
 		l.changes = append(l.changes, change[V]{key: x.Key, prev: -1})
 		if err := ld.s.decodeEntry(&l.changes[len(l.changes)-1].e, x, t); err != nil {
 			l.changes = l.changes[:lo]
@@ -312,7 +314,42 @@ func (s *state[V]) applyBatch(cs []change[V], t time.Time) {
 			fresh[c.key] = i
 		}
 	}
-	s.commitLocked(cs, t)
+	if c := &cs[0]; c.e.Op == revlog.Expire && c.kl != nil {
+		// commitLocked expects an expiry off the expiry index, as a purge
+		// leaves it (an expiry is a batch of its own: ld.batch checks).
+		if last, ok := c.kl.log.Last(); ok && last.Op == revlog.Put && last.HasTTL {
+			s.expiry.Remove(c.key, last.Expires)
+		}
+	}
+	s.commitLocked(cs, t) // nothing to encode: it cannot fail
+}
+
+// replay is the durability of a store while Open replays its log: what it
+// applies is logged already, and the cuts of the history cap are logged
+// where they happened, so it logs and cuts nothing. No reader can look
+// yet: a key's slot is set at its first write of the replay (so that
+// lookupLocked finds a new key), and again at the replay's end
+// (replayLog). Write calls never reach it.
+type replay[V any] struct{ *disk[V] }
+
+func (replay[V]) record(*state[V], []change[V], int64, time.Time) error { return nil }
+func (replay[V]) cap(*state[V], *keyLog[V])                             {}
+func (replay[V]) pending(string) *keyLog[V]                             { return nil }
+func (replay[V]) pendingKeys(_ string, dst []string) []string           { return dst }
+func (replay[V]) trimmed(*state[V], *keyLog[V], bool, bool)             {}
+func (replay[V]) compacted(*state[V], int64, time.Time)                 {}
+
+func (r replay[V]) committed(s *state[V], cs []change[V]) {
+	s.indexMu.Lock()
+	for i := range cs {
+		if kl := cs[i].kl; !kl.stale {
+			kl.stale = true
+			r.stale = append(r.stale, kl)
+			s.index[cs[i].key] = indexedOf(kl, &cs[i].e)
+		}
+	}
+	s.order.Publish()
+	s.indexMu.Unlock()
 }
 
 // decodeEntry fills e from a logged entry at time t, checking what the
@@ -326,7 +363,7 @@ func (s *state[V]) decodeEntry(e *revlog.Entry[V], x *wal.Entry, t time.Time) er
 	}
 	e.HasTTL, e.Expires = x.HasTTL, x.Expires
 	if e.Op == revlog.Put {
-		v, err := s.d.codec.Decode(x.Value)
+		v, err := s.disk.codec.Decode(x.Value)
 		if err != nil {
 			return fmt.Errorf("decoding revision %d of %q: %w", x.Rev, x.Key, err)
 		}

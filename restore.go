@@ -31,7 +31,7 @@ import (
 // they run, one at a time (zmu). Each key's log gets room for share more
 // of its entries (logShare).
 func (s *state[V]) loadSnapshot(at int64, share float64) error {
-	d := s.d
+	d := s.disk
 	name := filepath.Join(d.dir, wal.SnapshotName(at))
 	builders := max(1, min(runtime.GOMAXPROCS(0), 4))
 	jobs := make(chan *snapshotJob, 2*builders)

@@ -39,7 +39,7 @@ type Store[V any] struct {
 //   - every log's entries are at or below the head's revision, with strictly
 //     increasing revisions and times that never decrease;
 //   - index[k] is indexedOf(k's newest entry), or, when that is an
-//     OpExpire, of the OpPut before it (see expireLocked);
+//     OpExpire, of the OpPut before it (see publishLocked);
 //   - the expiry index holds exactly the keys whose newest entry is an OpPut
 //     with a TTL, at its ExpiresAt, each with its *keyLog; none of them is
 //     due at the head's time unless a write is about to materialise it;
@@ -92,9 +92,12 @@ type state[V any] struct {
 	removals     []removal
 	removedFloor int64
 
-	// d is the log and snapshots of a store on a directory (Open); nil for
-	// New. It never changes after Open.
-	d      *durability[V]
+	// dur is where commits go besides memory: memory for New, the disk
+	// for Open (replay while Open replays the log). disk is the same disk,
+	// for the files that deal with it alone (durable.go, recover.go,
+	// checkpoint.go); nil for New. Neither changes once Open returns.
+	dur    durability[V]
+	disk   *disk[V]
 	closed bool
 
 	stop      chan struct{}  // closed by shutdown: the background goroutines return
@@ -139,6 +142,7 @@ func newState[V any](o options) *state[V] {
 		pins:      make(map[int64]int),
 		oldestPin: noPin,
 		stop:      make(chan struct{}),
+		dur:       memory[V]{},
 	}
 	st.txb.s = st
 	return st
@@ -159,11 +163,9 @@ func (st *state[V]) start() *Store[V] {
 			t.Run(st.stop)
 		}()
 	}
-	if st.d != nil {
-		st.d.start(st)
-	}
+	durable := st.dur.start(st)
 	s := &Store[V]{st}
-	if o.expiryInterval > 0 || o.trimInterval > 0 || st.d != nil {
+	if o.expiryInterval > 0 || o.trimInterval > 0 || durable {
 		// The goroutines hold st, never s: once s is unreachable, stop them.
 		runtime.AddCleanup(s, func(st *state[V]) { st.shutdown() }, st)
 	}
@@ -171,14 +173,14 @@ func (st *state[V]) start() *Store[V] {
 }
 
 // lookupLocked returns key's log, or nil, for a caller holding mu: only
-// holders of mu change the index, so they read it without indexMu. During a
-// drain (Open's stores) a key created by an earlier write of the drain is
-// not in the index yet.
+// holders of mu change the index, so they read it without indexMu. A key
+// created by a commit not yet published is not in the index yet:
+// durability has it.
 func (s *state[V]) lookupLocked(key string) *keyLog[V] {
-	if kl := s.index[key].kl; kl != nil || s.d == nil {
+	if kl := s.index[key].kl; kl != nil {
 		return kl
 	}
-	return s.d.newKeys[key]
+	return s.dur.pending(key)
 }
 
 // lookup returns key's log, or nil.
@@ -216,9 +218,7 @@ func (s *state[V]) shutdown() error {
 		s.mu.Unlock()
 		close(s.stop)
 		s.bg.Wait()
-		if s.d != nil {
-			err = s.d.close()
-		}
+		err = s.dur.close()
 	})
 	return err
 }

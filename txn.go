@@ -37,14 +37,19 @@ import (
 // take the write lock (Put, Delete, Update, Len, Scan, At, Compact, ...):
 // that deadlocks, as it does in bbolt.
 func (s *Store[V]) Update(fn func(tx *Txn[V]) error) (Revision, error) {
-	if s.d != nil {
-		r := &request[V]{}
-		s.submit(r, func() { r.rev, r.err = s.updateLocked(fn) })
-		return r.rev, r.err
+	r, err := s.dur.acquire(s.state)
+	if err != nil {
+		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.updateLocked(fn)
+	ok := false
+	defer func() {
+		if !ok { // fn panicked: the panic goes on once the lock is let go
+			s.dur.abandon(s.state, r)
+		}
+	}()
+	rev, err := s.updateLocked(fn)
+	ok = true
+	return s.dur.release(s.state, r, rev, err)
 }
 
 // updateLocked is Update under the write lock.
@@ -64,12 +69,11 @@ func (s *state[V]) updateLocked(fn func(tx *Txn[V]) error) (Revision, error) {
 	if len(b.changes) == 0 {
 		return Revision(b.base), nil
 	}
-	if s.d != nil {
-		if err := s.logBatchLocked(b.changes, now); err != nil {
-			return 0, &OpError{Op: "update", Err: err, keyless: true}
-		}
+	rev, err := s.commitLocked(b.changes, now)
+	if err != nil {
+		return 0, &OpError{Op: "update", Err: err, keyless: true}
 	}
-	return Revision(s.commitLocked(b.changes, now)), nil
+	return Revision(rev), nil
 }
 
 // newTxnLocked returns a new handle on the transaction buffer. Handles are
@@ -228,13 +232,7 @@ func (t *Txn[V]) Keys(prefix string) []string {
 	// Keys the tree does not hold yet: the transaction's own, and those of
 	// a drain's earlier writes, which reach the tree when it publishes.
 	inTree := len(keys)
-	if s.d != nil {
-		for k := range s.d.newKeys {
-			if strings.HasPrefix(k, prefix) {
-				keys = append(keys, k)
-			}
-		}
-	}
+	keys = s.dur.pendingKeys(prefix, keys)
 	for i := range tx.changes {
 		if k := tx.changes[i].key; strings.HasPrefix(k, prefix) {
 			keys = append(keys, k)

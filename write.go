@@ -200,32 +200,25 @@ func (x *expiry) of(now time.Time) (int64, error) {
 	return at.UnixNano(), nil
 }
 
-// write is every write call of the store: under the write lock it takes
-// now, checks the TTL d sets (if any) against it, materialises the
-// expiries due, asks op what to write, and commits that as the next
-// revision: the one-write case of what Update commits. It returns the
-// key's current revision too, for a conflict's error. A store on a
-// directory runs it as a request of a drain.
-func (s *state[V]) write(key string, d expiry, op writeOp[V]) (Revision, int64, error) {
-	if s.d != nil {
-		r := &request[V]{key: key, d: d, op: op} // op is copied: it does not escape
-		s.submit(r, nil)
-		return r.rev, r.cur, r.err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writeLocked(key, &d, &op)
+// write is every write call of the store: under the write lock (durability
+// says how it is reached) it takes now, checks the TTL x sets (if any)
+// against it, materialises the expiries due, asks op what to write, and
+// commits that as the next revision: the one-write case of what Update
+// commits. It returns the key's current revision too, for a conflict's
+// error.
+func (s *state[V]) write(key string, x expiry, op writeOp[V]) (Revision, int64, error) {
+	return s.dur.write(s, key, x, op)
 }
 
 // writeLocked is write under the write lock.
-func (s *state[V]) writeLocked(key string, d *expiry, op *writeOp[V]) (Revision, int64, error) {
+func (s *state[V]) writeLocked(key string, x *expiry, op *writeOp[V]) (Revision, int64, error) {
 	if s.closed {
 		return 0, 0, ErrClosed
 	}
 	now := s.order.WriterNow()
 	var c change[V]
-	if d.set() {
-		at, err := d.of(now)
+	if x.set() {
+		at, err := x.of(now)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -243,12 +236,8 @@ func (s *state[V]) writeLocked(key string, d *expiry, op *writeOp[V]) (Revision,
 		return 0, cur.Rev, err
 	}
 	cs := [1]change[V]{c}
-	if s.d != nil {
-		if err := s.logBatchLocked(cs[:], now); err != nil {
-			return 0, 0, err
-		}
-	}
-	return Revision(s.commitLocked(cs[:], now)), 0, nil
+	rev, err := s.commitLocked(cs[:], now)
+	return Revision(rev), 0, err
 }
 
 // writeTTL is write for a call that sets a TTL: ttl <= 0 is ErrInvalidTTL
@@ -279,101 +268,4 @@ func newest[V any](kl *keyLog[V]) (revlog.Entry[V], bool) {
 		}
 	}
 	return revlog.Entry[V]{}, false
-}
-
-// change is one write to commit: its key, the key's log (nil for a key the
-// store does not hold yet), and the entry, whose revision and time commit
-// sets.
-type change[V any] struct {
-	key string
-	kl  *keyLog[V]
-	e   revlog.Entry[V]
-	// prev is the index, in the same commit, of the previous change to key,
-	// or -1: a key new to the store gets its log from the first change.
-	prev int
-}
-
-// commitLocked writes cs as the next len(cs) revisions, in order, all at time
-// t, and publishes them in one step with the index slots they set: a reader
-// sees all of them or none. It returns the last revision. Every change is
-// decided against the state the changes before it left (the caller's job);
-// here each newer write cancels the pending expiry of the value it replaces,
-// a new TTL enters the expiry index, and a key whose log the commit took over
-// twice the history cap is cut back to it once they are published.
-//
-// Entries above the head are invisible to every reader (they read at the
-// head they load), so the logs are appended to before the head moves.
-func (s *state[V]) commitLocked(cs []change[V], t time.Time) int64 {
-	rev := s.order.Last().Rev
-	watched := s.watch.n.Load() > 0
-	for i := range cs {
-		c := &cs[i]
-		if c.kl == nil && c.prev >= 0 {
-			c.kl = cs[c.prev].kl
-		}
-		wasLive := false
-		if c.kl == nil {
-			c.kl = s.addKeyLocked(c.key)
-		} else if last, ok := c.kl.log.Last(); ok && last.Op == revlog.Put {
-			wasLive = true
-			if last.HasTTL {
-				s.expiry.Remove(c.key, last.Expires) // the newer write cancels it
-			}
-		}
-		rev++
-		c.e.Rev = rev
-		c.e.SetTime(t, &s.zones)
-		c.kl.mu.Lock()
-		c.kl.log.Append(c.e)
-		c.kl.mu.Unlock()
-		if watched {
-			s.recent.record(rev, c.kl)
-		}
-		if c.e.HasTTL {
-			s.expiry.Add(c.key, c.e.Expires, c.kl)
-		}
-		switch isLive := c.e.Op == revlog.Put; {
-		case isLive && !wasLive:
-			s.liveKeys++
-		case !isLive && wasLive:
-			s.liveKeys--
-		}
-	}
-
-	if d := s.d; d != nil && (d.draining || d.replaying) {
-		s.slotsLaterLocked(cs, t)
-		for i := range cs {
-			s.trimIfOverLocked(cs[i].kl)
-		}
-		return rev
-	}
-	s.indexMu.Lock()
-	for i := range cs {
-		s.index[cs[i].key] = indexedOf(cs[i].kl, &cs[i].e) // a key written twice: the last wins
-	}
-	s.order.CommitN(len(cs), t) // readers see cs from here on
-	s.indexMu.Unlock()
-	if s.watch.n.Load() > 0 {
-		first := s.order.Head().Rev - int64(len(cs)) + 1 // the commit's revisions are published
-		for i := range cs {
-			s.watch.notifyKey(cs[i].key, first)
-		}
-	}
-
-	for i := range cs {
-		s.trimIfOverLocked(cs[i].kl)
-	}
-	return rev
-}
-
-// addKeyLocked creates key's (empty) log and enters it in the tree and the
-// slots; its first commit enters it in the index.
-func (s *state[V]) addKeyLocked(key string) *keyLog[V] {
-	kl := &keyLog[V]{key: key, slot: len(s.slots)}
-	s.tree.ReplaceOrInsert(kl)
-	s.slots = append(s.slots, kl)
-	if s.d != nil && s.d.draining {
-		s.d.newKeys[key] = kl
-	}
-	return kl
 }

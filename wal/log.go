@@ -224,10 +224,9 @@ func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte
 //
 // Locks, in the order they are taken: wmu, then bufMu or syncMu.
 type Writer struct {
-	fs   vfs.FS
-	dir  string
-	f    vfs.File                // written under wmu; replaced under wmu and syncMu
-	wrap func(vfs.File) vfs.File // set by Inject
+	fs  vfs.FS
+	dir string
+	f   vfs.File // written under wmu; replaced under wmu and syncMu
 
 	// bufMu guards buf: records buffered for the next Flush. It is held
 	// only to append to buf or to swap it out.
@@ -324,9 +323,6 @@ func (w *Writer) create(rev int64) error {
 	}
 	w.f, w.size = f, headerSize
 	w.dirty.Store(true) // the old segment was synced by Rotate; the new one's header waits for a sync
-	if w.wrap != nil {
-		w.f = w.wrap(w.f)
-	}
 	return nil
 }
 
@@ -504,17 +500,6 @@ func (w *Writer) rotateLocked(rev int64) error {
 		return w.fail(err)
 	}
 	return nil
-}
-
-// Inject makes the writer write every segment, the current one and those
-// it starts, through wrap(file): for tests that inject failures.
-func (w *Writer) Inject(wrap func(vfs.File) vfs.File) {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	w.syncMu.Lock()
-	defer w.syncMu.Unlock()
-	w.wrap = wrap
-	w.f = wrap(w.f)
 }
 
 // RemoveBefore deletes the segments that end before rev: every segment but

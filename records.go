@@ -1,0 +1,102 @@
+package revkv
+
+import (
+	"time"
+
+	"github.com/revkv/revkv/revlog"
+	"github.com/revkv/revkv/wal"
+)
+
+// Every record a store on a directory logs is made here, from the store's
+// own types, under the write lock (state.mu); package wal encodes it. A
+// commit's records wait in the log's buffer for its drain's one write (see
+// group.go); compactions and trims, which happen outside drains, are
+// written at once. Checkpoints make their snapshot records here too
+// (snapshotKey, snapshotState).
+
+// record buffers the batch record of cs, about to be committed as
+// revisions first... at time t. A value the codec cannot encode is the
+// commit's error, and nothing is buffered.
+func (d *disk[V]) record(_ *state[V], cs []change[V], first int64, t time.Time) error {
+	d.batch = d.batch[:0]
+	vals := d.payload[:0]
+	for i := range cs {
+		d.batch = append(d.batch, wal.Entry{})
+		x := &d.batch[i]
+		e := cs[i].e
+		e.Rev = first + int64(i)
+		logEntry(x, cs[i].key, &e, t)
+		if e.Op == revlog.Put {
+			start := len(vals)
+			var err error
+			if vals, err = d.codec.Encode(vals, e.Value); err != nil {
+				return &codecError{err}
+			}
+			x.Value = vals[start:len(vals):len(vals)]
+		}
+	}
+	d.payload = vals
+	d.w.BufferBatch(d.batch)
+	return nil
+}
+
+// logEntry fills x with e, of key, at time t; the caller sets the value.
+func logEntry[V any](x *wal.Entry, key string, e *revlog.Entry[V], t time.Time) {
+	_, off := t.Zone()
+	name := t.Location().String()
+	switch t.Location() {
+	case time.UTC:
+		name = ""
+	case time.Local:
+		name = "Local"
+	}
+	*x = wal.Entry{Key: key, Op: uint8(e.Op), Rev: e.Rev, Sec: t.Unix(), Nsec: int32(t.Nanosecond()),
+		Zone: name, Offset: int32(off), HasTTL: e.HasTTL, Expires: e.Expires}
+}
+
+// codecError is a value the codec could not encode.
+type codecError struct{ err error }
+
+func (e *codecError) Error() string { return "encoding the value: " + e.err.Error() }
+func (e *codecError) Unwrap() error { return e.err }
+
+// trimmed logs that kl's log now starts at its first entry (or that the
+// key was removed); count says a count trim raised Floor with it.
+func (d *disk[V]) trimmed(_ *state[V], kl *keyLog[V], removed, count bool) {
+	t := wal.Trim{Key: kl.key, Count: count, Dropped: kl.log.Dropped()}
+	if !removed {
+		t.Lo = kl.log.Entries()[0].Rev
+	}
+	d.rec = wal.AppendTrim(d.rec[:0], t)
+	d.writeNow(wal.KindTrim, d.rec)
+}
+
+// compacted logs a compaction at rev, whose time is t.
+func (d *disk[V]) compacted(_ *state[V], rev int64, t time.Time) {
+	d.rec = wal.AppendCompact(d.rec[:0], wal.Compact{Rev: rev, Sec: t.Unix(), Nsec: int64(t.Nanosecond())})
+	d.writeNow(wal.KindCompact, d.rec)
+}
+
+// writeNow writes a record of upkeep at once: no drain runs (it holds the
+// write lock from start to end), so the buffer holds nothing else.
+func (d *disk[V]) writeNow(kind wal.Kind, payload []byte) {
+	d.w.Buffer(kind, payload)
+	n, err := d.w.Flush()
+	d.logged.Add(int64(n))
+	if err != nil {
+		d.fail(err)
+	}
+}
+
+// logDeferredTrimsLocked buffers the cuts cap counted, for the drain's own
+// write, so that they are synced with the revisions that made them: a
+// crash never keeps a drain's writes without its cuts. Pins cannot change
+// before they are applied: the drain holds mu throughout.
+func (d *disk[V]) logDeferredTrimsLocked() {
+	for _, kl := range d.trims {
+		es := kl.log.Entries()
+		t := wal.Trim{Key: kl.key, Count: true, Lo: es[kl.drop].Rev, Dropped: max(kl.log.Dropped(), es[kl.drop-1].Rev)}
+		d.rec = wal.AppendTrim(d.rec[:0], t)
+		d.w.Buffer(wal.KindTrim, d.rec)
+	}
+}
