@@ -59,6 +59,17 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) (int64, error) {
 	return last, nil
 }
 
+// commitOneLocked is commitLocked of the one change *c. The change is
+// committed from state.one, not from the caller's stack: durability is an
+// interface, so a slice handed to it escapes, and one on the stack would be
+// moved to the heap on every write.
+func (s *state[V]) commitOneLocked(c *change[V], t time.Time) (int64, error) {
+	s.one[0] = *c
+	rev, err := s.commitLocked(s.one[:], t)
+	s.one[0] = change[V]{} // holds no value
+	return rev, err
+}
+
 // applyLocked appends cs to their keys' logs, above the head, creating the
 // logs of keys new to the store; a newer write cancels the pending expiry
 // of the value it replaces and a new TTL enters the expiry index.

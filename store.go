@@ -82,6 +82,7 @@ type state[V any] struct {
 	pins       map[int64]int             // revisions of open Views (and Scans) → how many
 	oldestPin  int64                     // smallest key of pins; noPin when none
 	txb        txBuffer[V]               // the running Update's writes (see Txn)
+	one        [1]change[V]              // the change of a single write, being committed (commitOneLocked)
 	txns       []Txn[V]                  // Txn handles not yet handed out
 	// removals are the keys compaction removed, with their newest entry's
 	// revision, so that Changes and Watch report exactly the removed keys

@@ -235,8 +235,7 @@ func (s *state[V]) writeLocked(key string, x *expiry, op *writeOp[V]) (Revision,
 		}
 		return 0, cur.Rev, err
 	}
-	cs := [1]change[V]{c}
-	rev, err := s.commitLocked(cs[:], now)
+	rev, err := s.commitOneLocked(&c, now)
 	return Revision(rev), 0, err
 }
 
