@@ -8,6 +8,7 @@ package ttl
 
 import (
 	"math"
+	"sort"
 	"time"
 
 	"github.com/google/btree"
@@ -30,8 +31,28 @@ func less[T any](a, b Item[T]) bool {
 
 // Index holds at most one Item per key (the store removes a key's old item
 // before it adds a new one).
+//
+// Most expiries arrive in order: writes with one TTL expire in the order
+// they were written. Those go to run, a sorted queue appended at its end in
+// O(1); an item that would not sort after the run's last goes to tree, a
+// B-tree. The front of the index is the lesser of the two fronts, so the
+// order stays exact whatever the mix.
+//
+// Invariants: run[head:] is sorted by (At, Key); run[head], if any, is not
+// dead; dead counts the dead items of run[head:]; live counts the others.
 type Index[T any] struct {
 	tree *btree.BTreeG[Item[T]]
+	run  []queued[T]
+	head int
+	dead int
+	live int
+}
+
+// queued is an item of the run; a removed one stays, dead, until the
+// front passes it or the run is compacted.
+type queued[T any] struct {
+	Item[T]
+	dead bool
 }
 
 // New returns an empty index.
@@ -40,45 +61,125 @@ func New[T any]() *Index[T] {
 }
 
 // Len returns the number of pending expiries.
-func (x *Index[T]) Len() int { return x.tree.Len() }
+func (x *Index[T]) Len() int { return x.live + x.tree.Len() }
 
-// Add records that key expires at at, with val. O(log n).
+// Add records that key expires at at, with val: O(1) amortised when it
+// sorts after every item added to the run before, else O(log n).
 func (x *Index[T]) Add(key string, at int64, val T) {
-	x.tree.ReplaceOrInsert(Item[T]{At: at, Key: key, Val: val})
+	it := Item[T]{At: at, Key: key, Val: val}
+	if n := len(x.run); n == x.head || less(x.run[n-1].Item, it) {
+		x.run = append(x.run, queued[T]{Item: it})
+		x.live++
+		return
+	}
+	x.tree.ReplaceOrInsert(it)
+}
+
+// find returns the index in run of key's item at at, or -1.
+func (x *Index[T]) find(key string, at int64) int {
+	want := Item[T]{At: at, Key: key}
+	q := x.run[x.head:]
+	i := sort.Search(len(q), func(i int) bool { return !less(q[i].Item, want) })
+	if i < len(q) && !q[i].dead && q[i].At == at && q[i].Key == key {
+		return x.head + i
+	}
+	return -1
 }
 
 // Remove forgets key's expiry at at and reports whether it was there. O(log n).
 func (x *Index[T]) Remove(key string, at int64) bool {
+	if i := x.find(key, at); i >= 0 {
+		x.run[i] = queued[T]{Item: Item[T]{At: at, Key: key}, dead: true} // lets go of Val
+		x.live--
+		x.dead++
+		x.tidy()
+		return true
+	}
 	_, ok := x.tree.Delete(Item[T]{At: at, Key: key})
 	return ok
 }
 
+// tidy restores the run's invariants after a removal: it moves the front
+// past dead items, and compacts the run once dead items or the space
+// before the front outweigh the live items.
+func (x *Index[T]) tidy() {
+	for x.head < len(x.run) && x.run[x.head].dead {
+		x.run[x.head] = queued[T]{}
+		x.head++
+		x.dead--
+	}
+	if x.head == len(x.run) {
+		x.run, x.head = x.run[:0], 0
+		return
+	}
+	if x.dead > x.live || x.head > len(x.run)/2 {
+		q := x.run[:0]
+		for _, it := range x.run[x.head:] {
+			if !it.dead {
+				q = append(q, it)
+			}
+		}
+		clear(x.run[len(q):])
+		x.run, x.head, x.dead = q, 0, 0
+	}
+}
+
 // Lookup returns the value of key's item at at, if there is one. O(log n).
 func (x *Index[T]) Lookup(key string, at int64) (T, bool) {
+	if i := x.find(key, at); i >= 0 {
+		return x.run[i].Val, true
+	}
 	it, ok := x.tree.Get(Item[T]{At: at, Key: key})
 	return it.Val, ok
 }
 
+// front returns the first item and whether it is the run's.
+func (x *Index[T]) front() (it Item[T], inRun, ok bool) {
+	t, inTree := x.tree.Min()
+	if x.head == len(x.run) {
+		return t, false, inTree
+	}
+	if r := x.run[x.head].Item; !inTree || less(r, t) {
+		return r, true, true
+	}
+	return t, false, true
+}
+
 // Due reports whether an item is due at now (At <= now). O(log n).
 func (x *Index[T]) Due(now int64) bool {
-	it, ok := x.tree.Min()
+	it, _, ok := x.front()
 	return ok && it.At <= now
 }
 
 // PopDue removes and returns the first item due at now (At <= now): the
 // earliest, ties broken by key. O(log n).
 func (x *Index[T]) PopDue(now int64) (Item[T], bool) {
-	it, ok := x.tree.Min()
+	it, inRun, ok := x.front()
 	if !ok || it.At > now {
 		return Item[T]{}, false
 	}
-	x.tree.DeleteMin()
+	if inRun {
+		x.run[x.head] = queued[T]{}
+		x.head++
+		x.live--
+		x.tidy()
+	} else {
+		x.tree.DeleteMin()
+	}
 	return it, true
 }
 
 // CountDue returns how many items are due at now. O(due + log n).
 func (x *Index[T]) CountDue(now int64) int {
 	n := 0
+	for _, it := range x.run[x.head:] {
+		if it.At > now {
+			break
+		}
+		if !it.dead {
+			n++
+		}
+	}
 	x.tree.Ascend(func(it Item[T]) bool {
 		if it.At > now {
 			return false
