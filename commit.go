@@ -20,7 +20,7 @@ import (
 //  4. publish: the head moves past them together with their index slots, and
 //     the publish hook runs (publishLocked). New's store publishes at once;
 //     a store on a directory publishes a whole group of commits once their
-//     records are written (see durable.go);
+//     records are written (see group.go);
 //  5. cap: a key the commit took over twice WithMaxHistory is cut back.
 //
 // Compaction and trims shrink history without a revision: they are not
@@ -142,7 +142,10 @@ func (s *state[V]) publishLocked(cs []change[V]) {
 		s.order.Publish() // readers see cs from here on
 		s.indexMu.Unlock()
 	}
-	if watched {
+	// Read again, not watched: a watcher that joined since then read the
+	// head before this publication, and waits for this wake-up (Watch joins
+	// before it reads the head, and this reads after it publishes).
+	if s.watch.n.Load() > 0 {
 		for i := range cs {
 			s.watch.notifyKey(cs[i].key, first)
 		}

@@ -9,11 +9,12 @@ import "time"
 //   - memory, for New: write calls take the write lock themselves, commits
 //     publish at once, and nothing is logged;
 //   - *disk, for Open: write calls queue for a group commit, commits are
-//     logged and published once their records are written (durable.go);
+//     logged and published once their records are written (group.go);
 //   - replay, while Open replays the log: nothing is logged again.
 //
-// Every method but write, acquire, err, sync, start and close runs under
-// the write lock.
+// record, committed, cap, pending, trimmed and compacted run under the
+// write lock; release and abandon are called holding it and let it go;
+// the others take it themselves or need not.
 type durability[V any] interface {
 	// write runs one write call (writeLocked) under the write lock.
 	write(s *state[V], key string, x expiry, op writeOp[V]) (rev Revision, cur int64, err error)
@@ -36,9 +37,8 @@ type durability[V any] interface {
 	// the cap (trimKeyLocked), now or when the commit is published.
 	cap(s *state[V], kl *keyLog[V])
 	// pending returns the log of key if a commit not yet published created
-	// it; pendingKeys appends those keys with prefix to dst.
+	// it (the tree has it already; the index not yet).
 	pending(key string) *keyLog[V]
-	pendingKeys(prefix string, dst []string) []string
 
 	// trimmed logs that kl's log now starts at its first entry (or, if
 	// removed, that the key is gone); count says a count trim raised
@@ -84,7 +84,6 @@ func (memory[V]) record(*state[V], []change[V], int64, time.Time) error { return
 func (memory[V]) committed(s *state[V], cs []change[V])                 { s.publishLocked(cs) }
 func (memory[V]) cap(s *state[V], kl *keyLog[V])                        { s.trimKeyLocked(kl) }
 func (memory[V]) pending(string) *keyLog[V]                             { return nil }
-func (memory[V]) pendingKeys(_ string, dst []string) []string           { return dst }
 func (memory[V]) trimmed(*state[V], *keyLog[V], bool, bool)             {}
 func (memory[V]) compacted(*state[V], int64, time.Time)                 {}
 func (memory[V]) upkept() error                                         { return nil }

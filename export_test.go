@@ -80,7 +80,7 @@ func (s *Store[V]) Check() error {
 	return nil
 }
 
-// expiredSlot reports whether x is what expireLocked leaves in the slot of a
+// expiredSlot reports whether x is what publishLocked leaves in the slot of a
 // key it expired: the slot of the OpPut before the final OpExpire, which is
 // still in the log, with that OpExpire's time as its deadline.
 func expiredSlot[V any](kl *keyLog[V], x indexed[V], zones *revlog.Zones) bool {

@@ -1,9 +1,6 @@
 package revkv
 
-import (
-	"sort"
-	"strings"
-)
+import "sort"
 
 // The group commit of a store on a directory (see durable.go for what it
 // promises). Write calls queue as requests; the first to find no leader
@@ -28,7 +25,7 @@ type request[V any] struct {
 	rev      Revision
 	cur      int64 // a single write's key's current revision, for a conflict
 	err      error
-	panicked any           // a panic of the request's code (a single write's is raised again by its submitter)
+	panicked any           // a panic of the request's code: a single write's submitter raises it again
 	done     chan struct{} // closed when the request is done, or made leader
 	lead     bool          // set before done is closed: lead the next drain
 	leading  bool          // this request's submitter leads its drain
@@ -40,13 +37,12 @@ type request[V any] struct {
 // write is a single write call: a request the leader runs.
 func (d *disk[V]) write(s *state[V], key string, x expiry, op writeOp[V]) (Revision, int64, error) {
 	r := &request[V]{key: key, x: x, op: op}
-	if !d.join(s, r) {
-		return r.rev, r.cur, r.err
+	if d.join(s, r) { // leading: r is first in its group
+		if r.err = d.err(); r.err == nil {
+			s.runRequest(r)
+		}
+		d.finish(s, r)
 	}
-	if r.err = d.err(); r.err == nil {
-		s.runRequest(r)
-	}
-	d.finish(s, r)
 	if r.panicked != nil {
 		panic(r.panicked)
 	}
@@ -221,15 +217,6 @@ func (d *disk[V]) committed(s *state[V], cs []change[V]) {
 }
 
 func (d *disk[V]) pending(key string) *keyLog[V] { return d.newKeys[key] }
-
-func (d *disk[V]) pendingKeys(prefix string, dst []string) []string {
-	for k := range d.newKeys {
-		if strings.HasPrefix(k, prefix) {
-			dst = append(dst, k)
-		}
-	}
-	return dst
-}
 
 // publishLocked publishes the drain's commits, once their records are
 // written, then drops what the history cap cut during the drain.

@@ -335,7 +335,6 @@ type replay[V any] struct{ *disk[V] }
 func (replay[V]) record(*state[V], []change[V], int64, time.Time) error { return nil }
 func (replay[V]) cap(*state[V], *keyLog[V])                             {}
 func (replay[V]) pending(string) *keyLog[V]                             { return nil }
-func (replay[V]) pendingKeys(_ string, dst []string) []string           { return dst }
 func (replay[V]) trimmed(*state[V], *keyLog[V], bool, bool)             {}
 func (replay[V]) compacted(*state[V], int64, time.Time)                 {}
 

@@ -229,10 +229,10 @@ func (t *Txn[V]) Keys(prefix string) []string {
 		keys = append(keys, kl.key)
 		return true
 	})
-	// Keys the tree does not hold yet: the transaction's own, and those of
-	// a drain's earlier writes, which reach the tree when it publishes.
+	// Keys the tree does not hold yet: the transaction's own. (A key that
+	// an earlier commit of a drain created is in the tree already: commits
+	// enter keys in it as they apply, and in the index as they publish.)
 	inTree := len(keys)
-	keys = s.dur.pendingKeys(prefix, keys)
 	for i := range tx.changes {
 		if k := tx.changes[i].key; strings.HasPrefix(k, prefix) {
 			keys = append(keys, k)

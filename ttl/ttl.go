@@ -36,7 +36,10 @@ func less[T any](a, b Item[T]) bool {
 // they were written. Those go to run, a sorted queue appended at its end in
 // O(1); an item that would not sort after the run's last goes to tree, a
 // B-tree. The front of the index is the lesser of the two fronts, so the
-// order stays exact whatever the mix.
+// order stays exact whatever the mix. What the run gains depends on the
+// mix: one long TTL at the run's end sends every shorter one after it to
+// the tree until it pops, and the run's array keeps its size after a
+// burst (about 40 bytes an item) until it empties or compacts.
 //
 // Invariants: run[head:] is sorted by (At, Key); run[head], if any, is not
 // dead; dead counts the dead items of run[head:]; live counts the others.

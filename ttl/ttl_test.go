@@ -88,3 +88,26 @@ func TestExpiryTime(t *testing.T) {
 		}
 	}
 }
+
+// TestReAddAfterRemove: a key removed from the end of the run and added
+// again at the same time goes to the tree (it does not sort after the dead
+// item), and is found, counted and popped there.
+func TestReAddAfterRemove(t *testing.T) {
+	x := New[int]()
+	x.Add("a", 10, 1)
+	x.Add("k", 20, 2)
+	require.True(t, x.Remove("k", 20))
+	x.Add("k", 20, 3)
+	v, ok := x.Lookup("k", 20)
+	require.True(t, ok)
+	require.Equal(t, 3, v)
+	require.Equal(t, 2, x.Len())
+	it, _ := x.PopDue(100)
+	require.Equal(t, "a", it.Key)
+	it, ok = x.PopDue(100)
+	require.True(t, ok)
+	require.Equal(t, Item[int]{20, "k", 3}, it)
+	_, ok = x.PopDue(100)
+	require.False(t, ok)
+	require.Zero(t, x.Len())
+}
