@@ -123,7 +123,9 @@
 // by whole records to the end, as a flipped bit in a length field in the
 // middle leaves it; anything wrong in an earlier segment
 // or a snapshot) is ErrCorrupt, naming the file and offset, and Open
-// changes nothing on disk.
+// changes nothing on disk. WithReadOnly opens a directory to inspect it
+// and changes nothing in it at all (a torn tail is left as it is); every
+// write of such a store is ErrReadOnly.
 // WithFS(vfs.NewMem()) keeps the directory in memory, on a file system
 // that can crash as a power cut would and fail on demand: for tests.
 // docs/contract.md section 8 has every rule.

@@ -85,6 +85,7 @@ type disk[V any] struct {
 	ckpt      chan struct{} // wakes the checkpointer
 	failure   atomic.Pointer[error]
 	mode      SyncMode // WithSync
+	readOnly  bool     // WithReadOnly: w is nil, and err says ErrReadOnly
 }
 
 // Open returns a store whose state lives in dir (created if missing) and
@@ -107,7 +108,14 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	if codec == nil {
 		return fail(errors.New("nil codec"))
 	}
-	if err := makeDir(o.fs, dir); err != nil {
+	if o.readOnly {
+		if o.repair {
+			return fail(errors.New("WithRepair writes: not with WithReadOnly"))
+		}
+		if _, err := o.fs.List(dir); err != nil {
+			return fail(err) // missing: a read-only Open creates nothing
+		}
+	} else if err := makeDir(o.fs, dir); err != nil {
 		return fail(err)
 	}
 	lock, err := o.fs.Lock(dir)
@@ -128,9 +136,10 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	st.disk, st.dur = d, replay[V]{d}
 	tail, err := st.recover()
 	st.dur = d
-	if err == nil {
+	if err == nil && !o.readOnly {
 		d.w, err = wal.OpenWriter(o.fs, dir, tail, st.order.Next())
 	}
+	d.readOnly = o.readOnly
 	if err != nil {
 		lock.Close()
 		var c *wal.Corruption
@@ -174,8 +183,12 @@ func makeDir(fsys vfs.FS, dir string) error {
 	return nil
 }
 
-// start starts the checkpointer and, under SyncInterval, the syncer.
+// start starts the checkpointer and, under SyncInterval, the syncer; a
+// read-only store has neither.
 func (d *disk[V]) start(s *state[V]) bool {
+	if d.readOnly {
+		return false
+	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
@@ -195,8 +208,12 @@ func (d *disk[V]) start(s *state[V]) bool {
 	return true
 }
 
-// err returns the failure that stopped the store's writes, if any.
+// err returns the failure that stopped the store's writes, if any; for a
+// store opened WithReadOnly, ErrReadOnly.
 func (d *disk[V]) err() error {
+	if d.readOnly {
+		return ErrReadOnly
+	}
 	if e := d.failure.Load(); e != nil {
 		return *e
 	}
@@ -242,6 +259,9 @@ func (d *disk[V]) upkept() error {
 func (d *disk[V]) close() error {
 	d.ckptMu.Lock()
 	defer d.ckptMu.Unlock()
+	if d.readOnly {
+		return d.lock.Close()
+	}
 	err := d.sync()
 	if cerr := d.w.Close(); err == nil && cerr != nil {
 		err = cerr
@@ -261,7 +281,7 @@ func (s *Store[V]) Sync() error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
-	if closed { // Close synced, or returned why it could not
+	if closed || s.disk.readOnly { // Close synced, or returned why it could not; or nothing to sync
 		return nil
 	}
 	if err := s.disk.sync(); err != nil {

@@ -47,6 +47,10 @@ var (
 	// ErrLocked is returned by Open for a directory another open store
 	// holds, in this process or another.
 	ErrLocked = errors.New("revkv: directory is locked by another store")
+
+	// ErrReadOnly is returned by every write, Compact and Checkpoint of a
+	// store opened WithReadOnly.
+	ErrReadOnly = errors.New("revkv: store is read-only")
 )
 
 // OpError is the error a call returns: what it did, the key it did it to,

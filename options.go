@@ -16,6 +16,7 @@ type options struct {
 	checkpointBytes int64
 	fs              vfs.FS
 	repair          bool
+	readOnly        bool
 	clock           func() time.Time
 	expiryInterval  time.Duration
 	maxHistory      int
@@ -144,6 +145,19 @@ func WithFS(fs vfs.FS) Option {
 // without it damage is never cut silently. New ignores it.
 func WithRepair() Option {
 	return func(o *options) { o.repair = true }
+}
+
+// WithReadOnly makes Open read the directory and change nothing in it, for
+// a tool that inspects a store: the directory must exist, a torn last
+// record is left on disk (and not read), no log is opened for writing, and
+// no goroutine syncs or checkpoints. The directory is still locked, so
+// Open of a directory another store holds is ErrLocked. Every write,
+// Update, Compact and Checkpoint returns ErrReadOnly, and PurgeExpired
+// and Trim return 0: expiries that fell due are not written, but reads
+// treat the expired keys as missing, as always. Reads answer as on any
+// store. Open refuses it with WithRepair, which writes. New ignores it.
+func WithReadOnly() Option {
+	return func(o *options) { o.readOnly = true }
 }
 
 // build applies opts over the defaults and panics, naming the option, on a

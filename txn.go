@@ -38,8 +38,8 @@ import (
 // that deadlocks, as it does in bbolt.
 func (s *Store[V]) Update(fn func(tx *Txn[V]) error) (Revision, error) {
 	r, err := s.dur.acquire(s.state)
-	if err != nil {
-		return 0, err
+	if err != nil { // the store's writes stopped, or it is read-only
+		return 0, &OpError{Op: "update", Err: err, keyless: true}
 	}
 	ok := false
 	defer func() {
