@@ -1,9 +1,6 @@
 package revkv
 
 import (
-	"time"
-
-	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/wal"
 )
 
@@ -61,17 +58,8 @@ func (s *state[V]) checkpoint() error {
 		cut = d.w.Cut()
 	}
 	d.logged.Store(0)
-	st := wal.State{
-		Last: h.Rev, LastTime: instantOf(h.Time), Base: s.order.Base(),
-		CompactRev: s.compactRev, TrimFloor: s.trimFloor,
-	}
-	if first, ok := s.order.First(); ok {
-		st.First = instantOf(first)
-	}
+	st := stateRecord(s, h)
 	times := s.order.Times() // read after the lock is released
-	if m := s.compaction.Load(); m != nil {
-		st.Compacted = instantOf(m.time)
-	}
 	// No pin: a trim or compaction that drops entries while the snapshot is
 	// written is in the new segment, and replaying it over whatever the
 	// snapshot holds of that key leaves the same log. A pin would make
@@ -93,37 +81,12 @@ func (s *state[V]) checkpoint() error {
 	if err != nil {
 		return err
 	}
-	var (
-		k    wal.Key
-		vals []byte
-		p    []byte
-	)
+	var kr keyRecorder[V]
 	keys.Ascend(func(kl *keyLog[V]) bool {
-		k.Key, k.Entries, vals = kl.key, k.Entries[:0], vals[:0]
-		kl.mu.RLock()
-		es := kl.log.Entries()
-		k.Trimmed, k.Dropped = kl.log.Lo() > 0, kl.log.Dropped()
-		for i := range es {
-			if es[i].Rev > h.Rev {
-				break
-			}
-			k.Entries = append(k.Entries, wal.Entry{})
-			x := &k.Entries[len(k.Entries)-1]
-			logEntry(x, kl.key, &es[i], es[i].Time(&s.zones))
-			if es[i].Op == revlog.Put {
-				start := len(vals)
-				if vals, err = d.codec.Encode(vals, es[i].Value); err != nil {
-					break
-				}
-				x.Value = vals[start:len(vals):len(vals)]
-			}
+		var p []byte
+		if p, err = kr.record(d.codec, &s.zones, kl, h.Rev); err == nil && p != nil {
+			err = w.Add(wal.KindKey, p)
 		}
-		kl.mu.RUnlock()
-		if err != nil || len(k.Entries) == 0 {
-			return err == nil
-		}
-		p = wal.AppendKey(p[:0], &k)
-		err = w.Add(wal.KindKey, p)
 		return err == nil
 	})
 	if err != nil {
@@ -143,8 +106,4 @@ func (s *state[V]) checkpoint() error {
 	// Durable removals: a crash never brings back the history a checkpoint
 	// let go of (after a Compact, say) nor the space it freed.
 	return d.fs.SyncDir(d.dir)
-}
-
-func instantOf(t time.Time) wal.Instant {
-	return wal.Instant{Sec: t.Unix(), Nsec: int32(t.Nanosecond())}
 }

@@ -3,6 +3,7 @@ package revkv
 import (
 	"time"
 
+	"github.com/revkv/revkv/mvcc"
 	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/wal"
 )
@@ -11,8 +12,8 @@ import (
 // own types, under the write lock (state.mu); package wal encodes it. A
 // commit's records wait in the log's buffer for its drain's one write (see
 // group.go); compactions and trims, which happen outside drains, are
-// written at once. Checkpoints make their snapshot records here too
-// (snapshotKey, snapshotState).
+// written at once. A checkpoint's snapshot records are made here too
+// (stateRecord, keyRecorder).
 
 // record buffers the batch record of cs, about to be committed as
 // revisions first... at time t. A value the codec cannot encode is the
@@ -99,4 +100,64 @@ func (d *disk[V]) logDeferredTrimsLocked() {
 		d.rec = wal.AppendTrim(d.rec[:0], t)
 		d.w.Buffer(wal.KindTrim, d.rec)
 	}
+}
+
+// stateRecord is a snapshot's first record: the store's state at the head
+// h, but for the revision times, which the checkpoint reads after it lets
+// go of the write lock.
+func stateRecord[V any](s *state[V], h mvcc.Stamp) wal.State {
+	st := wal.State{
+		Last: h.Rev, LastTime: instantOf(h.Time), Base: s.order.Base(),
+		CompactRev: s.compactRev, TrimFloor: s.trimFloor,
+	}
+	if first, ok := s.order.First(); ok {
+		st.First = instantOf(first)
+	}
+	if m := s.compaction.Load(); m != nil {
+		st.Compacted = instantOf(m.time)
+	}
+	return st
+}
+
+func instantOf(t time.Time) wal.Instant {
+	return wal.Instant{Sec: t.Unix(), Nsec: int32(t.Nanosecond())}
+}
+
+// keyRecorder makes a snapshot's key records, reusing its buffers.
+type keyRecorder[V any] struct {
+	k    wal.Key
+	vals []byte
+	p    []byte
+}
+
+// record returns the key record of kl's entries up to revision last, read
+// under the key's lock, or nil if it has none. The bytes are the
+// recorder's until its next call.
+func (r *keyRecorder[V]) record(codec Codec[V], zones *revlog.Zones, kl *keyLog[V], last int64) ([]byte, error) {
+	r.k.Key, r.k.Entries, r.vals = kl.key, r.k.Entries[:0], r.vals[:0]
+	var err error
+	kl.mu.RLock()
+	es := kl.log.Entries()
+	r.k.Trimmed, r.k.Dropped = kl.log.Lo() > 0, kl.log.Dropped()
+	for i := range es {
+		if es[i].Rev > last {
+			break
+		}
+		r.k.Entries = append(r.k.Entries, wal.Entry{})
+		x := &r.k.Entries[len(r.k.Entries)-1]
+		logEntry(x, kl.key, &es[i], es[i].Time(zones))
+		if es[i].Op == revlog.Put {
+			start := len(r.vals)
+			if r.vals, err = codec.Encode(r.vals, es[i].Value); err != nil {
+				break
+			}
+			x.Value = r.vals[start:len(r.vals):len(r.vals)]
+		}
+	}
+	kl.mu.RUnlock()
+	if err != nil || len(r.k.Entries) == 0 {
+		return nil, err
+	}
+	r.p = wal.AppendKey(r.p[:0], &r.k)
+	return r.p, nil
 }
