@@ -59,12 +59,11 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) (int64, error) {
 	return last, nil
 }
 
-// commitOneLocked is commitLocked of the one change *c. The change is
-// committed from state.one, not from the caller's stack: durability is an
-// interface, so a slice handed to it escapes, and one on the stack would be
-// moved to the heap on every write.
-func (s *state[V]) commitOneLocked(c *change[V], t time.Time) (int64, error) {
-	s.one[0] = *c
+// commitOneLocked is commitLocked of the change the caller put in
+// state.one. A single write's change lives there, not on the caller's
+// stack: durability is an interface, so a slice handed to it escapes, and
+// one on the stack would be moved to the heap on every write.
+func (s *state[V]) commitOneLocked(t time.Time) (int64, error) {
 	rev, err := s.commitLocked(s.one[:], t)
 	s.one[0] = change[V]{} // holds no value
 	return rev, err

@@ -110,6 +110,6 @@ func (s *state[V]) expireDueLocked(due int64, limit int) int {
 // the expiry time of its newest entry (an OpPut with a TTL, whose pending
 // expiry the caller took off the expiry index), which the caller has read.
 func (s *state[V]) expireLocked(kl *keyLog[V], t time.Time) {
-	c := change[V]{key: kl.key, kl: kl, e: revlog.Entry[V]{Op: revlog.Expire}, prev: -1}
-	s.commitOneLocked(&c, t) // an expiry has no value for a codec to refuse
+	s.one[0] = change[V]{key: kl.key, kl: kl, e: revlog.Entry[V]{Op: revlog.Expire}, prev: -1}
+	s.commitOneLocked(t) // an expiry has no value for a codec to refuse
 }

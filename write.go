@@ -216,26 +216,28 @@ func (s *state[V]) writeLocked(key string, x *expiry, op *writeOp[V]) (Revision,
 		return 0, 0, ErrClosed
 	}
 	now := s.order.WriterNow()
-	var c change[V]
+	var expires int64
 	if x.set() {
 		at, err := x.of(now)
 		if err != nil {
 			return 0, 0, err
 		}
-		c.e.Expires, c.e.HasTTL = at, true
+		expires = at
 	}
-	s.materializeLocked(now, math.MaxInt)
+	s.materializeLocked(now, math.MaxInt) // commits from state.one: fill it after
 
-	c.key, c.kl, c.prev = key, s.lookupLocked(key), -1
-	cur, live := newest(c.kl)
-	var err error
-	if c.e.Op, c.e.Value, err = op.decide(cur, live); err != nil {
+	kl := s.lookupLocked(key)
+	cur, live := newest(kl)
+	o, v, err := op.decide(cur, live)
+	if err != nil {
 		if !live {
 			cur.Rev = 0
 		}
 		return 0, cur.Rev, err
 	}
-	rev, err := s.commitOneLocked(&c, now)
+	c := &s.one[0]
+	*c = change[V]{key: key, kl: kl, prev: -1, e: revlog.Entry[V]{Op: o, Value: v, Expires: expires, HasTTL: x.set()}}
+	rev, err := s.commitOneLocked(now)
 	return Revision(rev), 0, err
 }
 
