@@ -62,11 +62,12 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) (int64, error) {
 // commitOneLocked is commitLocked of the change the caller put in
 // state.one. A single write's change lives there, not on the caller's
 // stack: durability is an interface, so a slice handed to it escapes, and
-// one on the stack would be moved to the heap on every write.
+// one on the stack would be moved to the heap on every write. It is not
+// cleared after: what it holds (the key, its log, the value) is in the log
+// anyway, but for the value of a change the codec refused, which it keeps
+// until the next write.
 func (s *state[V]) commitOneLocked(t time.Time) (int64, error) {
-	rev, err := s.commitLocked(s.one[:], t)
-	s.one[0] = change[V]{} // holds no value
-	return rev, err
+	return s.commitLocked(s.one[:], t)
 }
 
 // applyLocked appends cs to their keys' logs, above the head, creating the
@@ -122,9 +123,8 @@ func (s *state[V]) applyLocked(cs []change[V], t time.Time) {
 // expiry, until a trim or compaction drops that and refreshes the slot
 // (refreshSlotLocked). The next write to the key replaces the slot.
 func (s *state[V]) publishLocked(cs []change[V]) {
-	first := s.order.Head().Rev + 1
-	watched := s.watch.n.Load() > 0
-	if watched {
+	first := cs[0].e.Rev
+	if s.watch.n.Load() > 0 {
 		for i := range cs {
 			s.recent.record(cs[i].e.Rev, cs[i].kl)
 		}

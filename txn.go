@@ -326,7 +326,7 @@ func (t *Txn[V]) write(op, key, arg string, val any, d expiry, w writeOp[V]) err
 		expires = at
 	}
 	cur, live, kl, prev := tx.current(key)
-	opv, value, err := w.decide(cur, live)
+	opv, value, err := w.decide(&cur, live)
 	if err != nil {
 		return t.fail(op, key, arg, val, err)
 	}

@@ -134,7 +134,10 @@ const (
 // decide says what op writes, given the key's newest entry and whether it
 // is live (an OpPut not yet expired: every expiry due was written before it
 // is asked): the op and the value, or the call's error.
-func (o *writeOp[V]) decide(cur revlog.Entry[V], live bool) (revlog.Op, V, error) {
+//
+// cur is nil for a key with no entry; it is a pointer, not a copy, since
+// decide is on every write's path.
+func (o *writeOp[V]) decide(cur *revlog.Entry[V], live bool) (revlog.Op, V, error) {
 	var zero V
 	switch o.kind {
 	case opPut:
@@ -145,7 +148,7 @@ func (o *writeOp[V]) decide(cur revlog.Entry[V], live bool) (revlog.Op, V, error
 			return 0, zero, detail(ErrConflict, "expected none, key exists at revision", cur.Rev)
 		case o.modRev != 0 && !live:
 			return 0, zero, detail(ErrConflict, "key is missing, expected revision", o.modRev)
-		case o.modRev != 0 && cur.Rev != o.modRev:
+		case o.modRev != 0 && cur.Rev != o.modRev: // live: cur is not nil
 			return 0, zero, detail(ErrConflict, "key is at revision "+strconv.FormatInt(cur.Rev, 10)+", expected", o.modRev)
 		}
 		return revlog.Put, o.value, nil
@@ -170,32 +173,32 @@ func (o *writeOp[V]) decide(cur revlog.Entry[V], live bool) (revlog.Op, V, error
 // whether at is after the write's time, is known only under the write
 // lock, so it travels with the write as data.
 type expiry struct {
-	d   time.Duration // > 0: the write's time + d
-	at  int64         // if abs: Unix nanoseconds (the caller checked they hold it)
+	v   int64 // abs: the instant in Unix nanoseconds (the caller checked they hold it); else d, > 0: the write's time + d
 	abs bool
 }
 
-func after(d time.Duration) expiry { return expiry{d: d} }
-func until(at time.Time) expiry    { return expiry{at: at.UnixNano(), abs: true} }
+func after(d time.Duration) expiry { return expiry{v: int64(d)} }
+func until(at time.Time) expiry    { return expiry{v: at.UnixNano(), abs: true} }
 
 // set reports whether the write sets a TTL.
-func (x *expiry) set() bool { return x.d > 0 || x.abs }
+func (x *expiry) set() bool { return x.v > 0 || x.abs }
 
 // of returns the expiry time, in Unix nanoseconds, of the TTL set by a
 // write at now, or ErrInvalidTTL naming the refused expiry.
 func (x *expiry) of(now time.Time) (int64, error) {
 	if x.abs {
-		if _, ok := ttl.ExpiryAt(now, time.Unix(0, x.at)); !ok {
+		if _, ok := ttl.ExpiryAt(now, time.Unix(0, x.v)); !ok {
 			return 0, detail(ErrInvalidTTL, "the expiry is not after the write's time", now)
 		}
-		return x.at, nil
+		return x.v, nil
 	}
-	at, ok := ttl.ExpiryTime(now, x.d)
+	d := time.Duration(x.v)
+	at, ok := ttl.ExpiryTime(now, d)
 	if !ok {
-		if x.d <= 0 {
+		if d <= 0 {
 			return 0, ErrInvalidTTL
 		}
-		return 0, detail(ErrInvalidTTL, "Unix nanoseconds cannot hold the expiry", now.Add(x.d))
+		return 0, detail(ErrInvalidTTL, "Unix nanoseconds cannot hold the expiry", now.Add(d))
 	}
 	return at.UnixNano(), nil
 }
@@ -227,11 +230,11 @@ func (s *state[V]) writeLocked(key string, x *expiry, op *writeOp[V]) (Revision,
 	s.materializeLocked(now, math.MaxInt) // commits from state.one: fill it after
 
 	kl := s.lookupLocked(key)
-	cur, live := newest(kl)
+	cur, live := newestOf(kl)
 	o, v, err := op.decide(cur, live)
 	if err != nil {
 		if !live {
-			cur.Rev = 0
+			return 0, 0, err
 		}
 		return 0, cur.Rev, err
 	}
@@ -260,13 +263,22 @@ func (s *state[V]) writeAt(key string, at time.Time, op writeOp[V]) (Revision, i
 	return s.write(key, until(at), op)
 }
 
-// newest returns kl's newest entry and whether it is live, for a caller
-// holding mu after the expiries due were materialised. kl may be nil.
-func newest[V any](kl *keyLog[V]) (revlog.Entry[V], bool) {
+// newestOf returns kl's newest entry (nil if none) and whether it is live,
+// for a caller holding mu after the expiries due were materialised. kl may
+// be nil.
+func newestOf[V any](kl *keyLog[V]) (*revlog.Entry[V], bool) {
 	if kl != nil {
 		if last, ok := kl.log.Last(); ok {
-			return *last, last.Op == revlog.Put
+			return last, last.Op == revlog.Put
 		}
+	}
+	return nil, false
+}
+
+// newest is newestOf as a copy: the zero entry if none.
+func newest[V any](kl *keyLog[V]) (revlog.Entry[V], bool) {
+	if e, live := newestOf(kl); e != nil {
+		return *e, live
 	}
 	return revlog.Entry[V]{}, false
 }
