@@ -91,6 +91,9 @@ func (s *state[V]) applyLocked(cs []change[V], t time.Time) {
 		}
 		rev++
 		c.e.Rev = rev
+		if s.revs != nil {
+			s.revs.add(rev, c.kl)
+		}
 		c.e.SetTime(t, &s.zones)
 		c.kl.mu.Lock()
 		c.kl.log.Append(c.e)

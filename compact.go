@@ -279,6 +279,9 @@ func (s *state[V]) newestVisibleLocked(rev int64) time.Time {
 func (s *state[V]) publishFloorLocked() {
 	floor := max(s.compactRev, s.trimFloor)
 	s.floor.Store(floor)
+	if s.revs != nil {
+		s.revs.forget(floor)
+	}
 	keep := floor
 	if s.opts.retention > 0 {
 		keep = s.compactRev

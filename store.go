@@ -83,6 +83,7 @@ type state[V any] struct {
 	oldestPin  int64                     // smallest key of pins; noPin when none
 	txb        txBuffer[V]               // the running Update's writes (see Txn)
 	one        [1]change[V]              // the change of a single write, being committed (commitOneLocked)
+	revs       *revKeys[V]               // each revision above the floor's key, for Diff; nil until the first Diff
 	txns       []Txn[V]                  // Txn handles not yet handed out
 	// removals are the keys compaction removed, with their newest entry's
 	// revision, so that Changes and Watch report exactly the removed keys

@@ -19,6 +19,7 @@ func init() {
 		&command{name: "revkv.getasof", arity: 3, conn: cmdGetAsOf},
 		&command{name: "revkv.history", arity: -2, conn: cmdHistory},
 		&command{name: "revkv.changes", arity: 4, conn: cmdChanges},
+		&command{name: "revkv.diff", arity: -3, conn: cmdDiff},
 		&command{name: "revkv.compact", arity: 2, conn: cmdCompact},
 		&command{name: "revkv.watch", arity: 3, conn: cmdWatchPrefix},
 	)
@@ -153,6 +154,49 @@ func cmdChanges(s *server, c *client, a [][]byte) {
 		es = append(es, e)
 	}
 	entries(c, es, true)
+}
+
+// cmdDiff: REVKV.DIFF from to [prefix] — every key of the prefix whose
+// live value at to is not the one at from, in key order: an array of
+// [key, before, after] with each an entry as REVKV.HISTORY gives it, or
+// nil where the key was absent.
+func cmdDiff(s *server, c *client, a [][]byte) {
+	if len(a) > 4 {
+		c.w.Error(errSyntax)
+		return
+	}
+	from, ok := revArg(c, a[1])
+	if !ok {
+		return
+	}
+	to, ok := revArg(c, a[2])
+	if !ok {
+		return
+	}
+	prefix := ""
+	if len(a) == 4 {
+		prefix = string(a[3])
+	}
+	var ds []revkv.KeyDiff[[]byte]
+	for d, err := range s.store.Diff(prefix, from, to) {
+		if err != nil {
+			c.w.Error(historyError(err))
+			return
+		}
+		ds = append(ds, d)
+	}
+	c.w.Array(len(ds))
+	for _, d := range ds {
+		c.w.Array(3)
+		c.w.BulkString(d.Key)
+		for _, e := range []revkv.Entry[[]byte]{d.Before, d.After} {
+			if e.Rev == 0 {
+				c.w.Null()
+			} else {
+				entry(c, e, false)
+			}
+		}
+	}
 }
 
 func cmdCompact(s *server, c *client, a [][]byte) {

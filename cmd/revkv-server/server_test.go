@@ -260,6 +260,16 @@ func TestHistoryCommands(t *testing.T) {
 	time.Sleep(5 * time.Millisecond) // a millisecond after the writes, before now
 	now := time.Now().UnixMilli() - 1
 	require.Equal(t, "2", do(c, "revkv.getasof", "cfg/a", now))
+	d := do(c, "revkv.diff", 1, 4, "cfg/").([]any)
+	require.Len(t, d, 1, "cfg/b came and went: absent at both")
+	require.Equal(t, "cfg/a", d[0].([]any)[0])
+	require.Equal(t, "1", d[0].([]any)[1].([]any)[3])
+	require.Equal(t, "2", d[0].([]any)[2].([]any)[3])
+	d = do(c, "revkv.diff", 2, 3).([]any)
+	require.Len(t, d, 1)
+	require.Nil(t, d[0].([]any)[1], "cfg/b absent at 2")
+	require.Equal(t, "error: FUTUREREV revkv: diff \"\" from 4 to 3: required revision is a future revision (from is after to 3)", do(c, "revkv.diff", 4, 3))
+	require.Equal(t, "error: ERR syntax error", do(c, "revkv.diff", 1, 2, "a", "b"))
 	require.Equal(t, "OK", do(c, "revkv.compact", 3))
 	require.Equal(t, int64(3), do(c, "revkv.floor"))
 	got := do(c, "revkv.getat", "cfg/a", 1).(string)

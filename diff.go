@@ -1,0 +1,160 @@
+package revkv
+
+import (
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// KeyDiff is one key whose visible entry differs between two revisions.
+type KeyDiff[V any] struct {
+	Key string
+	// Before and After are the key's live entry (an OpPut) at each of the
+	// two revisions; Rev == 0: the key was absent there (never written,
+	// deleted or expired).
+	Before, After Entry[V]
+}
+
+// Diff yields, in key order, every key with the prefix whose live entry at
+// revision to is not the one at revision from: written, deleted or expired
+// in between. A key written and then deleted between the two, absent at
+// both, is not yielded; a key written again with the same value is, since
+// its entry is another one. Reads are at revisions, as At's are: a value
+// whose TTL ran out is live until the revision of its OpExpire.
+//
+// from > to, or to > Rev(), is ErrFutureRevision; from below Floor() is
+// ErrCompacted; from <= 0 compares with the empty state. Its cost grows
+// with the revisions between from and to, not with the number of keys: the
+// store keeps an index from each revision above Floor to the key that made
+// it (one pointer a revision), built by the first Diff from the keys' logs
+// and kept by every commit after it; a store that never diffs never builds
+// it. Diff pins from while it runs, as a View does, so that compaction and
+// trims keep what it reads; the loop body may use the store freely.
+func (s *Store[V]) Diff(prefix string, from, to Revision) iter.Seq2[KeyDiff[V], error] {
+	return func(yield func(KeyDiff[V], error) bool) {
+		kls, pin, err := s.diffKeys(prefix, int64(from), int64(to))
+		if err != nil {
+			yield(KeyDiff[V]{}, err)
+			return
+		}
+		defer pin.Close()
+		before, after := &View[V]{s: s.state, rev: int64(from)}, &View[V]{s: s.state, rev: int64(to)}
+		for _, kl := range kls {
+			b, bok := before.at(kl)
+			a, aok := after.at(kl)
+			if bok == aok && (!bok || b.Rev == a.Rev) {
+				continue
+			}
+			d := KeyDiff[V]{Key: kl.key}
+			if bok {
+				d.Before = entryOf(kl.key, &b, &s.zones)
+			}
+			if aok {
+				d.After = entryOf(kl.key, &a, &s.zones)
+			}
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+// diffKeys returns the logs of the keys with prefix that revisions
+// from+1..to changed, in key order, and a view that pins from (to be
+// closed), or Diff's error.
+func (s *state[V]) diffKeys(prefix string, from, to int64) ([]*keyLog[V], *View[V], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.order.Head()
+	floor := s.floor.Load()
+	switch {
+	case to > h.Rev:
+		return nil, nil, diffErr(prefix, from, to, detail(ErrFutureRevision, "latest is", h.Rev))
+	case from > to:
+		return nil, nil, diffErr(prefix, from, to, detail(ErrFutureRevision, "from is after to", to))
+	case from < floor && (from > 0 || floor > 0):
+		return nil, nil, diffErr(prefix, from, to, detail(ErrCompacted, "floor is", floor))
+	}
+	from = max(from, 0)
+	pin := s.openLocked(from, time.Time{})
+	revs := s.revKeysLocked()
+	var kls []*keyLog[V]
+	for r := from + 1; r <= to; r++ {
+		if kl := revs.at(r); kl != nil && strings.HasPrefix(kl.key, prefix) {
+			kls = append(kls, kl)
+		}
+	}
+	slices.SortFunc(kls, func(a, b *keyLog[V]) int { return strings.Compare(a.key, b.key) })
+	return slices.Compact(kls), pin, nil
+}
+
+// diffErr is Diff's error: revkv: diff "prefix" from 3 to 9: ...
+func diffErr(prefix string, from, to int64, err error) error {
+	return &OpError{Op: "diff", Key: prefix, Rev: Revision(to), Err: err, arg: "from", val: fromTo{from, to}}
+}
+
+// fromTo prints a Diff's two revisions.
+type fromTo struct{ from, to int64 }
+
+func (f fromTo) String() string {
+	return strconv.FormatInt(f.from, 10) + " to " + strconv.FormatInt(f.to, 10)
+}
+
+// revKeys maps each revision above the floor to the log of the key that
+// made it: Diff's index, guarded by state.mu. Invariant, once built: kls
+// holds revisions base..base+len(kls)-1, every one from Floor()+1 to the
+// last assigned revision, each with its entry in its key's log.
+type revKeys[V any] struct {
+	base int64
+	kls  []*keyLog[V]
+}
+
+// revKeysLocked returns the index, building it from the keys' logs on the
+// first call: O(entries) once.
+func (s *state[V]) revKeysLocked() *revKeys[V] {
+	if s.revs != nil {
+		return s.revs
+	}
+	base := s.floor.Load() + 1
+	rk := &revKeys[V]{base: base, kls: make([]*keyLog[V], max(s.order.Last().Rev-base+1, 0))}
+	s.tree.Ascend(func(kl *keyLog[V]) bool {
+		for _, e := range kl.log.Entries() {
+			if e.Rev >= base {
+				rk.kls[e.Rev-base] = kl
+			}
+		}
+		return true
+	})
+	s.revs = rk
+	return rk
+}
+
+// at returns revision r's key.
+func (rk *revKeys[V]) at(r int64) *keyLog[V] { return rk.kls[r-rk.base] }
+
+// add records that revision rev (the next one) is kl's.
+func (rk *revKeys[V]) add(rev int64, kl *keyLog[V]) {
+	if rev != rk.base+int64(len(rk.kls)) {
+		panic("revkv: revision index out of step")
+	}
+	rk.kls = append(rk.kls, kl)
+}
+
+// forget lets go of the revisions at or below floor, copying the rest down
+// once they are under half of the slice, so that its memory follows the
+// revisions kept.
+func (rk *revKeys[V]) forget(floor int64) {
+	n := floor + 1 - rk.base
+	if n <= 0 {
+		return
+	}
+	n = min(n, int64(len(rk.kls)))
+	clear(rk.kls[:n])
+	rk.kls = rk.kls[n:]
+	rk.base += n
+	if len(rk.kls) < cap(rk.kls)/2 {
+		rk.kls = slices.Clone(rk.kls)
+	}
+}

@@ -1,0 +1,156 @@
+package revkv_test
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revkv/revkv"
+)
+
+// diffKeys are the keys the Diff test writes: a few prefixes, nested.
+var diffKeys = []string{"a", "a/1", "a/2", "a/10", "b", "b/1", "c/x", "c/y", ""}
+
+// bruteDiff is Diff by comparing two views key by key: what Diff must
+// yield, without its index.
+func bruteDiff(t *testing.T, s *revkv.Store[string], prefix string, from, to revkv.Revision) []revkv.KeyDiff[string] {
+	t.Helper()
+	vf, err := s.At(from)
+	require.NoError(t, err)
+	defer vf.Close()
+	vt, err := s.At(to)
+	require.NoError(t, err)
+	defer vt.Close()
+	keys := map[string]bool{}
+	for _, k := range diffKeys {
+		keys[k] = true
+	}
+	var out []revkv.KeyDiff[string]
+	for _, k := range sortedKeys(keys) {
+		if len(k) < len(prefix) || k[:len(prefix)] != prefix {
+			continue
+		}
+		b, bok := vf.Entry(k)
+		a, aok := vt.Entry(k)
+		if bok == aok && (!bok || b.Rev == a.Rev) {
+			continue
+		}
+		out = append(out, revkv.KeyDiff[string]{Key: k, Before: b, After: a})
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	for i := range ks { // a few keys: insertion sort
+		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
+			ks[j], ks[j-1] = ks[j-1], ks[j]
+		}
+	}
+	return ks
+}
+
+func collectDiff(t *testing.T, s *revkv.Store[string], prefix string, from, to revkv.Revision) ([]revkv.KeyDiff[string], error) {
+	t.Helper()
+	var out []revkv.KeyDiff[string]
+	for d, err := range s.Diff(prefix, from, to) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// TestDiffAgainstViews: over random histories with deletes, expiries,
+// compaction, a history cap and reopening, Diff yields what comparing two
+// views key by key does, for random pairs of revisions and prefixes,
+// whether its index was built before the writes or after them.
+func TestDiffAgainstViews(t *testing.T) {
+	for seed := range int64(12) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(seed))
+			clock := newClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			dir := t.TempDir()
+			opts := []revkv.Option{revkv.WithClock(clock.Now)}
+			if seed%3 == 0 {
+				opts = append(opts, revkv.WithMaxHistory(3))
+			}
+			s := openStr(t, dir, opts...)
+			defer func() { s.Close() }()
+			check := func() {
+				for range 20 {
+					floor, head := s.Floor(), s.Rev()
+					from := floor + revkv.Revision(rng.Int63n(int64(head-floor)+1))
+					to := from + revkv.Revision(rng.Int63n(int64(head-from)+1))
+					prefix := []string{"", "a", "a/", "b", "c/", "z"}[rng.Intn(6)]
+					got, err := collectDiff(t, s, prefix, from, to)
+					require.NoError(t, err)
+					require.Equal(t, bruteDiff(t, s, prefix, from, to), got, "Diff(%q, %d, %d)", prefix, from, to)
+				}
+			}
+			if seed%2 == 0 {
+				check() // the index is built now, and kept by every write after
+			}
+			for step := range 400 {
+				k := diffKeys[rng.Intn(len(diffKeys))]
+				switch op := rng.Intn(10); {
+				case op < 4:
+					s.Put(k, fmt.Sprint(step))
+				case op < 6:
+					s.PutTTL(k, fmt.Sprint(step), time.Duration(1+rng.Intn(5))*time.Second)
+				case op < 8:
+					s.Delete(k)
+				case op < 9:
+					clock.Add(time.Duration(rng.Intn(3)) * time.Second)
+					s.PurgeExpired()
+				default:
+					if rng.Intn(4) == 0 && s.Rev() > 10 {
+						require.NoError(t, s.Compact(s.Rev()-revkv.Revision(rng.Intn(10))))
+					}
+				}
+				if step%100 == 99 {
+					check()
+				}
+				if step == 250 {
+					require.NoError(t, s.Close())
+					s = openStr(t, dir, opts...)
+					check()
+				}
+			}
+			check()
+		})
+	}
+}
+
+// TestDiffErrors: a range Diff cannot answer is its error, saying why.
+func TestDiffErrors(t *testing.T) {
+	s := revkv.New[string]()
+	defer s.Close()
+	for i := range 10 {
+		s.Put(fmt.Sprint("k", i), "v")
+	}
+	require.NoError(t, s.Compact(5))
+	_, err := collectDiff(t, s, "", 3, 8)
+	require.ErrorIs(t, err, revkv.ErrCompacted)
+	require.EqualError(t, err, `revkv: diff "" from 3 to 8: required revision has been compacted (floor is 5)`)
+	_, err = collectDiff(t, s, "", 8, 7)
+	require.ErrorIs(t, err, revkv.ErrFutureRevision)
+	_, err = collectDiff(t, s, "", 5, 11)
+	require.ErrorIs(t, err, revkv.ErrFutureRevision)
+	got, err := collectDiff(t, s, "", 7, 7)
+	require.NoError(t, err)
+	require.Empty(t, got, "a revision against itself")
+	got, err = collectDiff(t, s, "k", 5, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 5)
+	require.Equal(t, "k5", got[0].Key)
+	require.Zero(t, got[0].Before.Rev, "absent at 5")
+	require.Equal(t, revkv.Revision(6), got[0].After.Rev)
+}
