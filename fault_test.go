@@ -247,6 +247,28 @@ func TestLockedAcrossProcesses(t *testing.T) {
 	require.Equal(t, "opened", child())
 }
 
+// failThenOpen opens a copy of base whose op fails with EIO (on the file
+// named only, unless only is ""), checks that Open returns that error,
+// then opens it again without the fault, and returns the copy and the
+// store, which holds the 20 revisions of storeOf20.
+func failThenOpen(t *testing.T, base *vfs.Mem, op vfs.Op, only string) (*vfs.Mem, *revkv.Store[string]) {
+	t.Helper()
+	m := base.Crash(nil)
+	m.SetFault(func(o vfs.Op, name string) error {
+		if o == op && (only == "" || name == only) {
+			return syscall.EIO
+		}
+		return nil
+	})
+	_, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
+	require.ErrorIs(t, err, syscall.EIO, "%v", op)
+	m.SetFault(nil)
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
+	require.NoError(t, err, "%v: the next Open", op)
+	require.Equal(t, revkv.Revision(20), s.Rev(), "%v", op)
+	return m, s
+}
+
 // TestFaultsDuringOpen: Open meets a failing operation while it recovers
 // (opening the last segment, cutting its torn tail, syncing the cut): it
 // returns the error, and a later Open without the fault recovers every
@@ -257,19 +279,7 @@ func TestFaultsDuringOpen(t *testing.T) {
 	seg := lastSegment(t, base, "/db")
 	base.WriteFile(seg, append(base.Bytes(seg), 0x40, 0, 0)) // a torn last record
 	for _, op := range []vfs.Op{vfs.OpOpen, vfs.OpTruncate, vfs.OpSync} {
-		m := base.Crash(nil)
-		m.SetFault(func(o vfs.Op, _ string) error {
-			if o == op {
-				return syscall.EIO
-			}
-			return nil
-		})
-		_, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
-		require.ErrorIs(t, err, syscall.EIO, "%v", op)
-		m.SetFault(nil)
-		s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
-		require.NoError(t, err, "%v: the next Open", op)
-		require.Equal(t, revkv.Revision(20), s.Rev(), "%v", op)
+		_, s := failThenOpen(t, base, op, "")
 		checkCrashHistory(t, s)
 		require.NoError(t, s.Close())
 	}
@@ -316,20 +326,8 @@ func TestShortSegmentRestarted(t *testing.T) {
 	seg := lastSegment(t, base, "/db")
 	base.WriteFile(seg, base.Bytes(seg)[:3])
 	for _, op := range []vfs.Op{vfs.OpTruncate, vfs.OpWrite} {
-		m := base.Crash(nil)
-		m.SetFault(func(o vfs.Op, name string) error {
-			if o == op && name == seg {
-				return syscall.EIO
-			}
-			return nil
-		})
-		_, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
-		require.ErrorIs(t, err, syscall.EIO, "%v", op)
-		m.SetFault(nil)
-		s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
-		require.NoError(t, err, "%v: the next Open", op)
-		require.Equal(t, revkv.Revision(20), s.Rev(), "%v", op)
-		_, err = s.Put(crashKey(21), "21")
+		m, s := failThenOpen(t, base, op, seg)
+		_, err := s.Put(crashKey(21), "21")
 		require.NoError(t, err)
 		require.NoError(t, s.Close())
 		s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m.Crash(nil)))

@@ -38,6 +38,25 @@ func queued[V any](t *testing.T, d *disk[V], n int) {
 	t.Fatalf("fewer than %d requests queued", n)
 }
 
+// leaderAndNext makes the next drain's group predictable: an Update leads
+// a drain and waits inside its fn, and a Put of "q" queues first behind
+// it, so that it leads the next drain; whatever queues after it runs in
+// that drain as a follower. release lets the leader go on; lead and next
+// give the two calls' errors.
+func leaderAndNext(t *testing.T, s *Store[string]) (release func(), lead, next <-chan error) {
+	t.Helper()
+	hold, held := make(chan struct{}), make(chan struct{})
+	l, n := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := s.Update(func(tx *Txn[string]) error { close(held); <-hold; return tx.Put("a", "1") })
+		l <- err
+	}()
+	<-held
+	go func() { _, err := s.Put("q", "1"); n <- err }()
+	queued(t, s.disk, 1)
+	return func() { close(hold) }, l, n
+}
+
 // A single write that panics while a leader runs it for its submitter: the
 // panic is raised again in the submitter's goroutine, never answered as
 // (0, nil).
@@ -47,28 +66,20 @@ func TestGroupFollowerWritePanics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	hold, held := make(chan struct{}), make(chan struct{})
-	go s.Update(func(tx *Txn[string]) error { // the leader
-		close(held)
-		<-hold
-		return tx.Put("a", "1")
-	})
-	<-held
+	release, _, _ := leaderAndNext(t, s)
 	type result struct {
 		rev      Revision
 		err      error
 		panicked any
 	}
 	res := make(chan result, 1)
-	go s.Put("q", "1") // the next leader
-	queued(t, s.disk, 1)
 	go func() {
 		var r result
 		defer func() { r.panicked = recover(); res <- r }()
 		r.rev, r.err = s.Put("b", "boom") // a follower in q's group
 	}()
 	queued(t, s.disk, 2)
-	close(hold)
+	release()
 	r := <-res
 	if r.panicked == nil {
 		t.Fatalf("the codec's panic was swallowed: Put returned rev %d, err %v", r.rev, r.err)
@@ -83,23 +94,14 @@ func TestGroupFollowerUpdatePanics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	hold, held := make(chan struct{}), make(chan struct{})
-	lead := make(chan error, 1)
-	go func() {
-		_, err := s.Update(func(tx *Txn[string]) error { close(held); <-hold; return tx.Put("a", "1") })
-		lead <- err
-	}()
-	<-held
-	qerr := make(chan error, 1)
-	go func() { _, err := s.Put("q", "1"); qerr <- err }()
-	queued(t, s.disk, 1)
+	release, lead, qerr := leaderAndNext(t, s)
 	p := make(chan any, 1)
 	go func() {
 		defer func() { p <- recover() }()
 		s.Update(func(tx *Txn[string]) error { tx.Put("p", "1"); panic("boom2") })
 	}()
 	queued(t, s.disk, 2)
-	close(hold)
+	release()
 	if err := <-lead; err != nil {
 		t.Fatal(err)
 	}
@@ -136,16 +138,7 @@ func TestGroupTurnFailsBeforeItsTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	hold, held := make(chan struct{}), make(chan struct{})
-	lead := make(chan error, 1)
-	go func() {
-		_, err := s.Update(func(tx *Txn[string]) error { close(held); <-hold; return tx.Put("a", "1") })
-		lead <- err
-	}()
-	<-held
-	qerr := make(chan error, 1)
-	go func() { _, err := s.Put("q", "1"); qerr <- err }()
-	queued(t, s.disk, 1)
+	release, lead, qerr := leaderAndNext(t, s)
 	uerr := make(chan error, 1)
 	ran := false
 	go func() {
@@ -156,8 +149,8 @@ func TestGroupTurnFailsBeforeItsTurn(t *testing.T) {
 	go func() { n <- s.PurgeExpired() }()
 	queued(t, s.disk, 3)
 	fail.Store(true)
-	close(hold)
-	for _, c := range []chan error{lead, qerr, uerr} {
+	release()
+	for _, c := range []<-chan error{lead, qerr, uerr} {
 		select {
 		case err := <-c:
 			if err == nil {

@@ -45,6 +45,15 @@ func revArg(c *client, b []byte) (revkv.Revision, bool) {
 	return revkv.Revision(n), ok
 }
 
+// revRange parses a command's from and to revisions; a bad one is
+// answered and ok is false.
+func revRange(c *client, from, to []byte) (f, t revkv.Revision, ok bool) {
+	if f, ok = revArg(c, from); ok {
+		t, ok = revArg(c, to)
+	}
+	return f, t, ok
+}
+
 func cmdGetAt(s *server, c *client, a [][]byte) {
 	rev, ok := revArg(c, a[2])
 	if !ok {
@@ -135,11 +144,7 @@ func entries(c *client, es []revkv.Entry[[]byte], withKey bool) {
 // cmdChanges: REVKV.CHANGES prefix from to — every entry of the prefix's
 // keys with from <= rev <= to, in revision order, each with its key last.
 func cmdChanges(s *server, c *client, a [][]byte) {
-	from, ok := revArg(c, a[2])
-	if !ok {
-		return
-	}
-	to, ok := revArg(c, a[3])
+	from, to, ok := revRange(c, a[2], a[3])
 	if !ok {
 		return
 	}
@@ -165,11 +170,7 @@ func cmdDiff(s *server, c *client, a [][]byte) {
 		c.w.Error(errSyntax)
 		return
 	}
-	from, ok := revArg(c, a[1])
-	if !ok {
-		return
-	}
-	to, ok := revArg(c, a[2])
+	from, to, ok := revRange(c, a[1], a[2])
 	if !ok {
 		return
 	}

@@ -307,18 +307,23 @@ func TestWatchCommand(t *testing.T) {
 
 // Bad clients get a protocol error and a closed connection; nobody else
 // notices.
+// sendRaw writes raw bytes on a new connection and returns everything the
+// server answers until it closes the connection (or QUIT does).
+func sendRaw(t *testing.T, addr, raw string) string {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(conn, raw)
+	out, _ := io.ReadAll(conn)
+	return string(out)
+}
+
 func TestHostileClients(t *testing.T) {
 	s, addr := startServer(t, config{maxValue: 1 << 20, maxClients: 3000})
 	c := newClient(t, addr)
-	send := func(raw string) string {
-		conn, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(5 * time.Second))
-		io.WriteString(conn, raw)
-		out, _ := io.ReadAll(conn) // the server closes it
-		return string(out)
-	}
+	send := func(raw string) string { return sendRaw(t, addr, raw) }
 	require.Equal(t, "-ERR Protocol error: invalid multibulk length\r\n", send("*x\r\n"))
 	require.Equal(t, "-ERR Protocol error: invalid bulk length\r\n", send("*1\r\n$99999999999\r\n"))
 	require.Equal(t, "-ERR Protocol error: invalid bulk length\r\n", send("*1\r\n$2000000\r\n"), "over --max-value")
@@ -419,15 +424,7 @@ func TestGoRedisDefaults(t *testing.T) {
 // server hold 512 MB for it without the password.
 func TestUnauthenticatedLimits(t *testing.T) {
 	_, addr := startServer(t, config{requirepass: "sesame"})
-	send := func(raw string) string {
-		conn, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(5 * time.Second))
-		io.WriteString(conn, raw)
-		out, _ := io.ReadAll(conn) // the server closes it, or QUIT does
-		return string(out)
-	}
+	send := func(raw string) string { return sendRaw(t, addr, raw) }
 	require.Equal(t, "-ERR Protocol error: unauthenticated multibulk length\r\n", send("*11\r\n"))
 	require.Equal(t, "-ERR Protocol error: unauthenticated bulk length\r\n", send("*2\r\n$4\r\nauth\r\n$16385\r\n"))
 	require.Equal(t, "-NOAUTH Authentication required.\r\n+OK\r\n", send("*10\r\n"+strings.Repeat("$3\r\nget\r\n", 10)+"QUIT\r\n"))
