@@ -8,27 +8,6 @@ import (
 // The audit surface (contract §11). This file fixes the signatures; the
 // implementations land with the hash chain.
 
-// Annotate attaches key and value (an actor, a reason, a ticket) to every
-// revision the Update commits. A later Annotate of the same key replaces
-// the value. An Update that writes nothing leaves no annotations.
-func (t *Txn[V]) Annotate(key, value string) {}
-
-// Annotations returns the annotations of revision rev: nil for a revision
-// written without any.
-func (s *Store[V]) Annotations(rev Revision) (map[string]string, error) {
-	return nil, errors.ErrUnsupported
-}
-
-// Digest returns the latest revision and the hash chain's digest D there.
-func (s *Store[V]) Digest() (Revision, [32]byte, error) {
-	return 0, [32]byte{}, errors.ErrUnsupported
-}
-
-// DigestAt returns D(rev) for a retained revision rev.
-func (s *Store[V]) DigestAt(rev Revision) ([32]byte, error) {
-	return [32]byte{}, errors.ErrUnsupported
-}
-
 // Export writes the store's history to w as JSON lines.
 func (s *Store[V]) Export(w io.Writer, prefix string) error { return errors.ErrUnsupported }
 

@@ -1,6 +1,8 @@
 package revkv
 
 import (
+	"slices"
+
 	"github.com/revkv/revkv/wal"
 )
 
@@ -65,6 +67,12 @@ func (s *state[V]) checkpoint() error {
 	// snapshot holds of that key leaves the same log. A pin would make
 	// trims keep more than they would without a checkpoint.
 	keys := s.tree.Clone()
+	d.chainMu.Lock()
+	digests := d.chain.Frozen()
+	d.chainMu.Unlock()
+	s.notes.mu.RLock()
+	notes := slices.Clone(s.notes.spans) // a span never changes once added
+	s.notes.mu.RUnlock()
 	s.mu.Unlock()
 
 	if cut != nil {
@@ -81,11 +89,21 @@ func (s *state[V]) checkpoint() error {
 	if err != nil {
 		return err
 	}
+	if err = writeChain(w, digests, notes, h.Rev); err != nil {
+		w.Abort()
+		return err
+	}
 	var kr keyRecorder[V]
+	need := map[int64]bool{} // the older digests the snapshot's entries need
 	keys.Ascend(func(kl *keyLog[V]) bool {
 		var p []byte
 		if p, err = kr.record(d.codec, &s.zones, kl, h.Rev); err == nil && p != nil {
 			err = w.Add(wal.KindKey, p)
+			for _, x := range kr.k.Entries {
+				if x.Rev <= digests.Base() {
+					need[x.Rev], need[x.Rev-1] = true, true
+				}
+			}
 		}
 		return err == nil
 	})
@@ -96,6 +114,9 @@ func (s *state[V]) checkpoint() error {
 	if err := w.Commit(); err != nil {
 		return err
 	}
+	d.chainMu.Lock()
+	d.chain.KeepOld(func(r int64) bool { return need[r] || r >= digests.Base() })
+	d.chainMu.Unlock()
 	d.snapBytes.Store(w.Size())
 	if err := wal.RemoveBefore(d.fs, d.dir, h.Rev+1); err != nil {
 		return err

@@ -47,6 +47,9 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) (int64, error) {
 		return 0, err
 	}
 	s.applyLocked(cs, t)
+	if s.commitNotes != nil {
+		s.addNotesLocked(cs)
+	}
 	last := s.order.Assign(len(cs), t)
 	s.dur.committed(s, cs)
 	if n := s.opts.maxHistory; n > 0 {

@@ -58,6 +58,7 @@ func (s *Store[V]) Compact(rev Revision) error {
 	keys := s.tree.Clone()
 	s.mu.Unlock()
 	s.walk(keys, s.compactKeyLocked)
+	s.sweepNotes()
 	if err := s.dur.upkept(); err != nil {
 		return revErr("compact", rev, "at", rev, err)
 	}
@@ -84,6 +85,7 @@ func (s *Store[V]) Trim() int {
 	keys := s.tree.Clone()
 	s.mu.Unlock()
 	n := s.walk(keys, s.upkeepKeyLocked)
+	s.sweepNotes()
 	s.dur.upkept() // a failure stops writes, and Close returns it
 	return n
 }
@@ -279,8 +281,12 @@ func (s *state[V]) newestVisibleLocked(rev int64) time.Time {
 func (s *state[V]) publishFloorLocked() {
 	floor := max(s.compactRev, s.trimFloor)
 	s.floor.Store(floor)
+	s.dur.forget(s, floor)
+	if len(s.notes.spans) > 0 {
+		s.forgetNotesLocked(floor)
+	}
 	if s.revs != nil {
-		s.revs.forget(floor)
+		s.revs.forget(floor - 2) // the chain looks there (disk.forget)
 	}
 	keep := floor
 	if s.opts.retention > 0 {

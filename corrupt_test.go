@@ -58,7 +58,7 @@ func newDamageBase(t testing.TB, revs, ckpt int64) *damageBase {
 	b.recs = recordOffsets(b.log)
 	for _, off := range b.recs {
 		n := binary.LittleEndian.Uint32(b.log[off:])
-		batch, err := wal.DecodeBatch(b.log[off+9 : off+9+int(n)])
+		batch, err := wal.DecodeEntries(wal.Kind(b.log[off+8]), b.log[off+9:off+9+int(n)])
 		require.NoError(t, err)
 		b.ends = append(b.ends, batch[len(batch)-1].Rev)
 	}

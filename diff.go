@@ -102,10 +102,11 @@ func (f fromTo) String() string {
 	return strconv.FormatInt(f.from, 10) + " to " + strconv.FormatInt(f.to, 10)
 }
 
-// revKeys maps each revision above the floor to the log of the key that
-// made it: Diff's index, guarded by state.mu. Invariant, once built: kls
-// holds revisions base..base+len(kls)-1, every one from Floor()+1 to the
-// last assigned revision, each with its entry in its key's log.
+// revKeys maps each revision from the floor's predecessor on to the log of
+// the key that made it: Diff's index, and the hash chain's (disk.forget),
+// guarded by state.mu. Invariant, once built: kls holds revisions
+// base..base+len(kls)-1, every one from Floor()-1 (or 1) to the last
+// assigned revision, each with its entry in its key's log (if kept).
 type revKeys[V any] struct {
 	base int64
 	kls  []*keyLog[V]
@@ -117,7 +118,7 @@ func (s *state[V]) revKeysLocked() *revKeys[V] {
 	if s.revs != nil {
 		return s.revs
 	}
-	base := s.floor.Load() + 1
+	base := max(s.floor.Load()-1, 1) // the chain looks at floor-1 (disk.forget)
 	rk := &revKeys[V]{base: base, kls: make([]*keyLog[V], max(s.order.Last().Rev-base+1, 0))}
 	s.tree.Ascend(func(kl *keyLog[V]) bool {
 		for _, e := range kl.log.Entries() {

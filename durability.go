@@ -45,6 +45,9 @@ type durability[V any] interface {
 	// Floor with it. compacted logs a compaction at rev with time t.
 	trimmed(s *state[V], kl *keyLog[V], removed, count bool)
 	compacted(s *state[V], rev int64, t time.Time)
+	// forget lets the hash chain go of the digests below the new floor
+	// that no kept entry needs (publishFloorLocked).
+	forget(s *state[V], floor int64)
 	// upkept makes the compactions and trims logged so far durable, where
 	// the sync mode says writes are durable when they return.
 	upkept() error
@@ -86,6 +89,7 @@ func (memory[V]) cap(s *state[V], kl *keyLog[V])                        { s.trim
 func (memory[V]) pending(string) *keyLog[V]                             { return nil }
 func (memory[V]) trimmed(*state[V], *keyLog[V], bool, bool)             {}
 func (memory[V]) compacted(*state[V], int64, time.Time)                 {}
+func (memory[V]) forget(*state[V], int64)                               {}
 func (memory[V]) upkept() error                                         { return nil }
 func (memory[V]) err() error                                            { return nil }
 func (memory[V]) sync() error                                           { return nil }

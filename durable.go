@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/vfs"
 	"github.com/revkv/revkv/wal"
 )
@@ -86,6 +87,15 @@ type disk[V any] struct {
 	failure   atomic.Pointer[error]
 	mode      SyncMode // WithSync
 	readOnly  bool     // WithReadOnly: w is nil, and err says ErrReadOnly
+
+	// chainMu guards chain, the hash chain's digests (chain.go): writers
+	// push under state.mu, readers (Digest) take it alone; a checkpoint
+	// takes it under state.mu to freeze a copy.
+	chainMu sync.Mutex
+	chain   *chain.Seq
+	hasher  chain.Hasher // guarded by state.mu
+	link    chain.Rev    // guarded by state.mu: the revision being hashed
+	chained wal.Chained  // guarded by state.mu: the batch record being made
 }
 
 // Open returns a store whose state lives in dir (created if missing) and

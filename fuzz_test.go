@@ -163,7 +163,7 @@ func tornRule(b []byte, snap int64) (rev int64, corrupt bool) {
 			return nil, false
 		}
 		n := int(binary.LittleEndian.Uint32(b[off:]))
-		if n > len(b)-off-9 || b[off+8] < 1 || b[off+8] > 3 {
+		if k := wal.Kind(b[off+8]); n > len(b)-off-9 || (k < wal.KindBatch || k > wal.KindTrim) && k != wal.KindChained {
 			return nil, false
 		}
 		if crc32.Checksum(b[off+8:off+9+n], crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(b[off+4:]) {
@@ -189,7 +189,7 @@ func tornRule(b []byte, snap int64) (rev int64, corrupt bool) {
 			}
 			return rev, false
 		}
-		batch, err := wal.DecodeBatch(p)
+		batch, err := wal.DecodeEntries(wal.Kind(b[off+8]), p)
 		switch {
 		case err != nil || len(batch) == 0:
 			return 0, true

@@ -3,6 +3,7 @@ package revkv
 import (
 	"time"
 
+	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/mvcc"
 	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/wal"
@@ -18,7 +19,7 @@ import (
 // record buffers the batch record of cs, about to be committed as
 // revisions first... at time t. A value the codec cannot encode is the
 // commit's error, and nothing is buffered.
-func (d *disk[V]) record(_ *state[V], cs []change[V], first int64, t time.Time) error {
+func (d *disk[V]) record(s *state[V], cs []change[V], first int64, t time.Time) error {
 	d.batch = d.batch[:0]
 	vals := d.payload[:0]
 	for i := range cs {
@@ -37,7 +38,20 @@ func (d *disk[V]) record(_ *state[V], cs []change[V], first int64, t time.Time) 
 		}
 	}
 	d.payload = vals
-	d.w.BufferBatch(d.batch)
+	c := &d.chained
+	c.Batch, c.Notes = d.batch, s.commitNotes
+	d.chainMu.Lock()
+	_, prev := d.chain.Last()
+	for i := range d.batch {
+		linkOf(&d.link, &d.batch[i], c.Notes)
+		prev = d.hasher.Next(prev, &d.link)
+		d.chain.Push(prev)
+	}
+	d.chainMu.Unlock()
+	d.link = chain.Rev{}
+	c.Digest = prev
+	d.w.BufferChained(c)
+	c.Batch, c.Notes = nil, nil
 	return nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/mvcc"
 	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/wal"
@@ -37,6 +39,10 @@ func (s *state[V]) recover() (wal.Tail, error) {
 		}
 		from = at + 1
 	}
+	if d.chain == nil { // no snapshot, or one written before the chain began there
+		d.chain = chain.NewSeq(from-1, chain.Digest{})
+	}
+	s.revKeysLocked() // the chain's index of revisions (disk.forget)
 	tail, err := s.replayLog(from)
 	var c *wal.Corruption
 	if err != nil && s.opts.repair && errors.As(err, &c) && c.Frame {
@@ -97,6 +103,7 @@ func (s *state[V]) replayLog(from int64) (wal.Tail, error) {
 		panicked any
 	)
 	ld := logLoader[V]{s: s, last: s.order.Last()}
+	_, ld.prev = d.chain.Last()
 	go func() {
 		defer close(loads)
 		defer func() {
@@ -121,8 +128,8 @@ func (s *state[V]) replayLog(from int64) (wal.Tail, error) {
 				}
 			}
 			switch kind {
-			case wal.KindBatch:
-				if err := ld.batch(l, p); err != nil {
+			case wal.KindBatch, wal.KindChained:
+				if err := ld.batch(l, kind, p); err != nil {
 					return err
 				}
 				if len(l.changes) >= replayLoad {
@@ -181,14 +188,16 @@ const replayLoad = 512
 // compactions logged between them, and, last, a trim to apply and answer.
 type logLoad[V any] struct {
 	changes  []change[V]
-	batches  []loadedBatch // in log order, over changes
+	digests  []chain.Digest // D of each change's revision
+	batches  []loadedBatch  // in log order, over changes
 	compacts []compactAt
 	trim     *wal.Trim
 }
 
 type loadedBatch struct {
 	t      time.Time
-	lo, hi int // its changes are changes[lo:hi]
+	lo, hi int      // its changes are changes[lo:hi]
+	notes  []string // its annotations, sorted by key
 }
 
 // compactAt is a logged compaction, which came after the first before
@@ -201,6 +210,7 @@ type compactAt struct {
 func (l *logLoad[V]) reset() {
 	clear(l.changes)
 	l.changes, l.batches, l.compacts, l.trim = l.changes[:0], l.batches[:0], l.compacts[:0], nil
+	l.digests = l.digests[:0]
 }
 
 // logLoader reads a log's records in order and checks each against those
@@ -209,17 +219,34 @@ type logLoader[V any] struct {
 	s       *state[V]
 	last    mvcc.Stamp // the last revision read, and its time
 	decoder wal.BatchDecoder
-	decoded wal.Batch // the decoder's buffer
+	decoded wal.Batch    // the decoder's buffer
+	chained wal.Chained  // the decoder's buffer for chained batches
+	prev    chain.Digest // D(last.Rev)
+	hasher  chain.Hasher
+	link    chain.Rev
 }
 
-// batch decodes and checks a batch record into l. A batch the snapshot
-// already holds is skipped.
-func (ld *logLoader[V]) batch(l *logLoad[V], p []byte) error {
-	b, err := ld.decoder.Decode(ld.decoded, p)
-	if err != nil {
-		return err
+// batch decodes and checks a batch record into l, and the hash chain
+// through it: a chained batch whose logged digest is not the one its
+// entries give is damage. A batch the snapshot already holds is skipped.
+func (ld *logLoader[V]) batch(l *logLoad[V], kind wal.Kind, p []byte) error {
+	var (
+		b     wal.Batch
+		notes []string
+	)
+	if kind == wal.KindChained {
+		c := &ld.chained
+		if err := ld.decoder.DecodeChained(c, p); err != nil {
+			return err
+		}
+		b, notes = c.Batch, c.Notes
+	} else {
+		var err error
+		if b, err = ld.decoder.Decode(ld.decoded, p); err != nil {
+			return err
+		}
+		ld.decoded = b
 	}
-	ld.decoded = b
 	defer clear(b) // its values point into the file's bytes
 	last := ld.last
 	switch {
@@ -254,8 +281,19 @@ func (ld *logLoader[V]) batch(l *logLoad[V], p []byte) error {
 			return err
 		}
 	}
-	l.batches = append(l.batches, loadedBatch{t, lo, len(l.changes)})
+	l.digests = hashBatch(&ld.hasher, &ld.link, ld.prev, b, notes, l.digests)
+	got := l.digests[len(l.digests)-1]
+	if kind == wal.KindChained && got != ld.chained.Digest {
+		l.changes, l.digests = l.changes[:lo], l.digests[:lo]
+		return fmt.Errorf("revision %d: the hash chain breaks: the log says %x, the revisions give %x",
+			b[len(b)-1].Rev, ld.chained.Digest[:8], got[:8])
+	}
+	if len(notes) > 0 {
+		notes = slices.Clone(notes)
+	}
+	l.batches = append(l.batches, loadedBatch{t, lo, len(l.changes), notes})
 	ld.last = mvcc.Stamp{Rev: b[len(b)-1].Rev, Time: t}
+	ld.prev = got
 	return nil
 }
 
@@ -280,7 +318,15 @@ func (s *state[V]) applyLoad(l *logLoad[V]) {
 			s.applyCompact(cs[0].c)
 			cs = cs[1:]
 		}
+		d := s.disk
+		d.chainMu.Lock()
+		for _, dg := range l.digests[b.lo:b.hi] {
+			d.chain.Push(dg)
+		}
+		d.chainMu.Unlock()
+		s.commitNotes = b.notes
 		s.applyBatch(l.changes[b.lo:b.hi], b.t)
+		s.commitNotes = nil
 	}
 	for _, c := range cs {
 		s.applyCompact(c.c)

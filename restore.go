@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/mvcc"
 	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/wal"
@@ -34,12 +35,17 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 	d := s.disk
 	name := filepath.Join(d.dir, wal.SnapshotName(at))
 	builders := max(1, min(runtime.GOMAXPROCS(0), 4))
+	// The reader's: the builders read its chain and spans, which it
+	// completes before it hands over the first key.
+	var ld snapshotReader
 	jobs := make(chan *snapshotJob, 2*builders)
 	spare := make(chan *snapshotJob, 2*builders+1)
 	loads := make(chan snapshotLoad[V], 2*builders)
 	free := make(chan []restoredKey[V], 2*builders+1)
 	var (
-		stop atomic.Bool // a builder failed or panicked: the reader stops
+		chainOf *chain.Seq  // the snapshot's digests; nil if it has none
+		notesOf []wal.Notes // its annotated commits
+		stop    atomic.Bool // a builder failed or panicked: the reader stops
 		// mu guards failure and panicked, and is zmu for the builders.
 		mu       sync.Mutex
 		failure  *wal.Corruption
@@ -62,7 +68,7 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 					}
 				}
 			}()
-			b := snapshotBuilder[V]{s: s, zmu: &mu, share: share}
+			b := snapshotBuilder[V]{s: s, zmu: &mu, share: share, chain: &ld}
 			for j := range jobs {
 				if stop.Load() {
 					continue
@@ -97,10 +103,7 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 			wg.Wait()
 			close(loads)
 		}()
-		var (
-			ld snapshotReader
-			j  *snapshotJob
-		)
+		var j *snapshotJob
 		rerr = wal.ReadSnapshot(d.fs, d.dir, at, func(kind wal.Kind, p []byte, off int64) error {
 			if stop.Load() {
 				return errStopped
@@ -113,7 +116,16 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 					loads <- snapshotLoad[V]{state: st}
 				}
 				return err
+			case wal.KindDigests:
+				return ld.digests(p)
+			case wal.KindNotes:
+				return ld.notes(p)
 			case wal.KindKey:
+				if ld.chain != nil && !ld.chainDone {
+					if err := ld.endChain(); err != nil {
+						return err
+					}
+				}
 				if err := ld.key(p); err != nil {
 					return err
 				}
@@ -136,6 +148,12 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 		if j != nil && rerr == nil {
 			jobs <- j
 		}
+		if rerr == nil && ld.chain != nil && !ld.chainDone {
+			if err := ld.endChain(); err != nil { // a snapshot without keys
+				rerr = &wal.Corruption{File: name, Offset: size, Why: err.Error()}
+			}
+		}
+		chainOf, notesOf = ld.chain, ld.spans
 	}()
 	for l := range loads {
 		if l.state != nil {
@@ -154,6 +172,9 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 	}
 	if panicked != nil {
 		panic(panicked)
+	}
+	if rerr == nil && failure == nil {
+		s.restoreChain(chainOf, notesOf)
 	}
 	d.snapBytes.Store(size)
 	if failure != nil { // before the reader's, which may be errStopped
@@ -206,6 +227,11 @@ type snapshotReader struct {
 	last int64  // the snapshot's revision, once its state record is read
 	prev []byte // the last key read
 	n    int    // keys read
+	// The hash chain's digests and the annotated commits, which come
+	// before the keys; complete (chainDone) at the first key.
+	chain     *chain.Seq
+	chainDone bool
+	spans     []wal.Notes
 }
 
 // state decodes and checks the state record.
@@ -262,6 +288,11 @@ type snapshotBuilder[V any] struct {
 	// the location numbered last, and its number
 	loc  *time.Location
 	zone revlog.Zone
+	// chain has the snapshot's digests and annotations, to check each
+	// entry against.
+	chain  *snapshotReader
+	hasher chain.Hasher
+	link   chain.Rev
 }
 
 // build builds the keys of j into keys, or returns the offset of the first
@@ -304,6 +335,9 @@ func (b *snapshotBuilder[V]) key(p []byte, last int64) (restoredKey[V], error) {
 		}
 		var e revlog.Entry[V]
 		if err := s.decodeEntry(&e, x, t); err != nil {
+			return restoredKey[V]{}, err
+		}
+		if err := b.check(x); err != nil {
 			return restoredKey[V]{}, err
 		}
 		e.SetTimeIn(t, b.number(t.Location()))

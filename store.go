@@ -84,6 +84,10 @@ type state[V any] struct {
 	txb        txBuffer[V]               // the running Update's writes (see Txn)
 	one        [1]change[V]              // the change of a single write, being committed (commitOneLocked)
 	revs       *revKeys[V]               // each revision above the floor's key, for Diff; nil until the first Diff
+	notes      noteLog[V]                // the annotated commits (notes.go)
+	// commitNotes are the annotations of the commit being made, sorted
+	// by key; nil for nearly every commit.
+	commitNotes []string
 	txns       []Txn[V]                  // Txn handles not yet handed out
 	// removals are the keys compaction removed, with their newest entry's
 	// revision, so that Changes and Watch report exactly the removed keys

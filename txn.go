@@ -69,7 +69,11 @@ func (s *state[V]) updateLocked(fn func(tx *Txn[V]) error) (Revision, error) {
 	if len(b.changes) == 0 {
 		return Revision(b.base), nil
 	}
+	if len(b.notes) > 0 {
+		s.commitNotes = sortedNotes(b.notes)
+	}
 	rev, err := s.commitLocked(b.changes, now)
+	s.commitNotes = nil
 	if err != nil {
 		return 0, &OpError{Op: "update", Err: err, keyless: true}
 	}
@@ -105,6 +109,7 @@ func (s *state[V]) endTxnLocked(tx *Txn[V]) {
 		b.changes = nil
 	}
 	b.last = nil
+	b.notes = nil
 }
 
 // maxSpare is the largest buffer of changes the store keeps between Updates.
@@ -133,6 +138,8 @@ type txBuffer[V any] struct {
 	// there are more than txScan changes; below that a backward scan is
 	// cheaper than the map.
 	last map[string]int
+	// notes are the Annotate calls' key, value pairs, in call order.
+	notes []string
 }
 
 // txScan is how many changes a Txn searches by scanning before it indexes

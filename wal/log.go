@@ -354,6 +354,14 @@ func (w *Writer) BufferBatch(b Batch) {
 	w.bufMu.Unlock()
 }
 
+// BufferChained is Buffer of a KindChained record of c, encoded straight
+// into the buffer.
+func (w *Writer) BufferChained(c *Chained) {
+	w.bufMu.Lock()
+	w.buf = appendFrameFunc(w.buf, KindChained, func(dst []byte) []byte { return AppendChained(dst, c) })
+	w.bufMu.Unlock()
+}
+
 // FrameSize is the number of bytes a record of n payload bytes takes.
 func FrameSize(n int) int { return frameSize + n }
 

@@ -47,8 +47,8 @@ const Version = 1
 // one of ours. The error names the file and the offset.
 var ErrCorrupt = errors.New("corrupt file")
 
-// Kind is a record's type. A log holds KindBatch, KindCompact and KindTrim
-// records (logKind, which tells a torn tail from damage, relies on it), a
+// Kind is a record's type. A log holds KindChained (KindBatch before the
+// hash chain), KindCompact and KindTrim records (logKind, which tells a torn tail from damage, relies on it), a
 // snapshot the others.
 type Kind uint8
 
@@ -59,6 +59,9 @@ const (
 	KindKey                     // snapshot: one key's retained entries
 	KindState                   // snapshot: the store's revision, floors and compaction; first record
 	KindEnd                     // snapshot: the last record, with the number of keys
+	KindChained                 // one commit, with its annotations and the hash chain's digest after it
+	KindDigests                 // snapshot: the digests of consecutive revisions
+	KindNotes                   // snapshot: the annotations of one commit's revisions
 )
 
 const (

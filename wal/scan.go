@@ -108,7 +108,7 @@ func (s *scanner) whole(o int) (int, bool) {
 }
 
 // logKind reports whether k is the kind of a record a log holds.
-func logKind(k Kind) bool { return k >= KindBatch && k <= KindTrim }
+func logKind(k Kind) bool { return k >= KindBatch && k <= KindTrim || k == KindChained }
 
 // crcBlock is the spacing of the prefix checksums spanCRC starts from.
 const crcBlock = 256

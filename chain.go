@@ -1,0 +1,137 @@
+package revkv
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/revkv/revkv/chain"
+	"github.com/revkv/revkv/wal"
+)
+
+// A store on a directory keeps a SHA-256 hash chain over its revisions
+// (contract §11.3; the encoding and a worked example are in package
+// chain's docs): D(0) is 32 zero bytes and D(r) = SHA-256(D(r-1) ||
+// enc(r)). Each batch record carries D of its last revision, computed
+// as the commit is recorded; replay recomputes it and a record whose
+// stored digest does not follow is ErrCorrupt naming the revision. A
+// checkpoint writes the digests the store holds (every revision from the
+// floor on, and, for each kept entry below it, its own and the one
+// before), and Open checks every entry of the snapshot against them. A
+// store made by New keeps no chain and pays nothing for it.
+
+// Digest returns the latest revision and D there. A store made by New has
+// no codec to fix the bytes of its values: an error wrapping
+// errors.ErrUnsupported.
+func (s *Store[V]) Digest() (Revision, [32]byte, error) {
+	d := s.disk
+	if d == nil {
+		return 0, [32]byte{}, &OpError{Op: "digest", Err: errNoChain, keyless: true}
+	}
+	d.chainMu.Lock()
+	defer d.chainMu.Unlock()
+	h := s.order.Head().Rev // published: its digest is pushed
+	dg, _ := d.chain.At(h)
+	return Revision(h), dg, nil
+}
+
+// DigestAt returns D(rev), for a revision from Floor()-1 on, or one whose
+// entry is still kept below it (checked when Open loaded it); otherwise
+// ErrCompacted, and above Rev() ErrFutureRevision.
+func (s *Store[V]) DigestAt(rev Revision) ([32]byte, error) {
+	fail := func(err error) ([32]byte, error) {
+		return [32]byte{}, &OpError{Op: "digest", Rev: rev, Err: err, keyless: true}
+	}
+	d := s.disk
+	if d == nil {
+		return fail(errNoChain)
+	}
+	if h := s.order.Head().Rev; int64(rev) > h {
+		return fail(detail(ErrFutureRevision, "latest is", h))
+	}
+	d.chainMu.Lock()
+	dg, ok := d.chain.At(int64(rev))
+	d.chainMu.Unlock()
+	if !ok {
+		return fail(detail(ErrCompacted, "floor is", s.floor.Load()))
+	}
+	return dg, nil
+}
+
+var errNoChain = fmt.Errorf("a store made by New keeps no hash chain: %w", errors.ErrUnsupported)
+
+// linkOf fills r with what the chain covers of x, logged with notes.
+func linkOf(r *chain.Rev, x *wal.Entry, notes []string) {
+	*r = chain.Rev{Rev: x.Rev, Key: x.Key, Op: x.Op, Sec: x.Sec, Nsec: x.Nsec,
+		HasTTL: x.HasTTL, Expires: x.Expires, Value: x.Value, Notes: notes}
+}
+
+// hashBatch returns D of each entry of b in turn from prev, into ds.
+func hashBatch(h *chain.Hasher, link *chain.Rev, prev chain.Digest, b wal.Batch, notes []string, ds []chain.Digest) []chain.Digest {
+	for i := range b {
+		linkOf(link, &b[i], notes)
+		prev = h.Next(prev, link)
+		ds = append(ds, prev)
+	}
+	*link = chain.Rev{}
+	return ds
+}
+
+// forget lets the chain go of the digests below floor-1 that no kept
+// entry needs: those of the revisions whose entries are gone, found
+// through Diff's index of each revision's key, which a store on a
+// directory always keeps (s.revs).
+func (d *disk[V]) forget(s *state[V], floor int64) {
+	if d.chain == nil || s.revs == nil {
+		return
+	}
+	rk := s.revs
+	keptAt := func(r int64) bool {
+		if r < rk.base || r >= rk.base+int64(len(rk.kls)) {
+			return false
+		}
+		kl := rk.at(r)
+		return kl != nil && kept(kl, r)
+	}
+	d.chainMu.Lock()
+	d.chain.Forget(floor, keptAt)
+	d.chainMu.Unlock()
+}
+
+// digestsPerRecord is how many digests one snapshot record holds (2 MiB).
+const digestsPerRecord = 1 << 16
+
+// writeChain adds a snapshot's digests and annotations, before its keys
+// (Open checks each key's entries against them as it reads it): the
+// digests from the chain's base to the head h, then the older ones, then
+// each annotated commit with a revision still kept, with the keys it
+// wrote.
+func writeChain[V any](w *wal.SnapshotWriter, digests *chain.Seq, notes []noteSpan[V], h int64) error {
+	var p []byte
+	err := digests.Spans(digestsPerRecord, func(first int64, ds [][32]byte) error {
+		p = wal.AppendDigests(p[:0], &wal.Digests{First: first, Digests: ds})
+		return w.Add(wal.KindDigests, p)
+	})
+	if err != nil {
+		return err
+	}
+	var n wal.Notes
+	for i := range notes {
+		sp := &notes[i]
+		if sp.last() > h || !sp.anyKept() {
+			continue
+		}
+		n.First, n.Keys, n.Notes = sp.first, n.Keys[:0], sp.kv
+		for _, kl := range sp.kls {
+			k := "" // a key gone before the last Open
+			if kl != nil {
+				k = kl.key
+			}
+			n.Keys = append(n.Keys, k)
+		}
+		p = wal.AppendNotes(p[:0], &n)
+		if err := w.Add(wal.KindNotes, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package chain
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// exampleRev is the package doc's worked example.
+var exampleRev = Rev{Rev: 1, Key: "a", Op: 1, Sec: 1704067200, Value: []byte("1"), Notes: []string{"who", "alice"}}
+
+func TestWorkedExample(t *testing.T) {
+	enc := exampleRev.Append(nil)
+	want := strings.Join(strings.Fields(`
+		00 00 00 00 00 00 00 01
+		00 00 00 01 61
+		01
+		00 00 00 00 65 92 00 80  00 00 00 00
+		00  00 00 00 00 00 00 00 00
+		00 00 00 01 31
+		00 00 00 01
+		00 00 00 03 77 68 6f  00 00 00 05 61 6c 69 63 65`), "")
+	if got := hex.EncodeToString(enc); got != want {
+		t.Fatalf("encoding\n got %s\nwant %s", got, want)
+	}
+	if len(enc) != exampleLen {
+		t.Fatalf("the doc says %d bytes, the encoding has %d", exampleLen, len(enc))
+	}
+	var h Hasher
+	d := h.Next(Digest{}, &exampleRev)
+	if d != sha256.Sum256(append(make([]byte, 32), enc...)) {
+		t.Fatal("Next is not SHA-256 of the previous digest and the encoding")
+	}
+	if d.String() != ExampleDigest {
+		t.Fatalf("D(1) = %s, the doc says %s", d, ExampleDigest)
+	}
+}
+
+// TestEveryFieldCounts: changing any one field, by the least step, changes
+// the digest.
+func TestEveryFieldCounts(t *testing.T) {
+	var h Hasher
+	base := Rev{Rev: 7, Key: "k", Op: 1, Sec: 100, Nsec: 5, HasTTL: true, Expires: 200e9, Value: []byte("v"), Notes: []string{"a", "1", "b", "2"}}
+	d0 := h.Next(Digest{}, &base)
+	for name, f := range map[string]func(r *Rev){
+		"rev": func(r *Rev) { r.Rev++ }, "key": func(r *Rev) { r.Key = "l" }, "op": func(r *Rev) { r.Op = 2 },
+		"sec": func(r *Rev) { r.Sec++ }, "nsec": func(r *Rev) { r.Nsec++ }, "ttl": func(r *Rev) { r.HasTTL = false },
+		"expires": func(r *Rev) { r.Expires++ }, "value": func(r *Rev) { r.Value = []byte("w") },
+		"note key": func(r *Rev) { r.Notes = []string{"a", "1", "c", "2"} }, "note value": func(r *Rev) { r.Notes = []string{"a", "1", "b", "3"} },
+		"no notes": func(r *Rev) { r.Notes = nil }, "value into key": func(r *Rev) { r.Key, r.Value = "kv", nil },
+	} {
+		r := base
+		f(&r)
+		if h.Next(Digest{}, &r) == d0 {
+			t.Errorf("changing the %s leaves the digest as it was", name)
+		}
+	}
+	if h.Next(Digest{1}, &base) == d0 {
+		t.Error("the previous digest does not count")
+	}
+}
+
+// TestSeqModel checks Seq against a map of every digest pushed, with
+// random pushes and forgets.
+func TestSeqModel(t *testing.T) {
+	for seed := range 20 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		all := map[int64]Digest{0: {}}
+		s := NewSeq(0, Digest{})
+		kept := map[int64]bool{}
+		floor := int64(0)
+		for range 20000 {
+			last, _ := s.Last()
+			switch rng.IntN(10) {
+			case 0:
+				floor = min(floor+rng.Int64N(3000), last)
+				s.Forget(floor, func(r int64) bool { return kept[r] })
+			default:
+				var d Digest
+				d[0], d[1], d[2] = byte(last+1), byte((last+1)>>8), byte((last+1)>>16)
+				s.Push(d)
+				all[last+1] = d
+				kept[last+1] = rng.IntN(50) == 0
+			}
+		}
+		last, _ := s.Last()
+		for r := int64(0); r <= last; r++ {
+			want := r >= s.Base() || kept[r] || kept[r+1]
+			d, ok := s.At(r)
+			if ok != want || (ok && d != all[r]) {
+				t.Fatalf("seed %d: At(%d) = %v, %v; want held %v (base %d)", seed, r, d, ok, want, s.Base())
+			}
+		}
+	}
+}

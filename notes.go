@@ -1,0 +1,210 @@
+package revkv
+
+import (
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/revkv/revkv/revlog"
+)
+
+// Annotations are history (contract §11.1): an Update's annotations belong
+// to each revision it commits, are logged in its batch record, and are
+// answered while their revision keeps its entry. The store keeps them as
+// spans, one per annotated commit, in revision order; a commit without
+// annotations adds nothing, and the commit path pays one length check.
+
+// noteSpan is one annotated commit: revisions first..first+len(kls)-1, the
+// log of the key each wrote (to tell whether its entry is still kept), and
+// the annotations, as key, value pairs sorted by key.
+type noteSpan[V any] struct {
+	first int64
+	kls   []*keyLog[V]
+	kv    []string
+}
+
+func (n *noteSpan[V]) last() int64 { return n.first + int64(len(n.kls)) - 1 }
+
+// noteLog is the store's annotated commits.
+type noteLog[V any] struct {
+	// mu guards spans: commits append under state.mu and mu, readers
+	// (Annotations) take mu alone. Taken after state.mu, and before a
+	// keyLog's lock.
+	mu    sync.RWMutex
+	spans []noteSpan[V] // in revision order, not overlapping
+}
+
+// Annotate attaches key and value (an actor, a reason, a ticket) to every
+// revision the Update commits, whenever it is called inside fn; a later
+// Annotate of the same key replaces the value. An Update that writes
+// nothing, fails or panics leaves no annotations. The expiries Update
+// writes before fn runs are the clock's doing and carry none.
+func (t *Txn[V]) Annotate(key, value string) {
+	tx := t.b
+	if tx == nil {
+		return
+	}
+	for i := 0; i < len(tx.notes); i += 2 {
+		if tx.notes[i] == key {
+			tx.notes[i+1] = value
+			return
+		}
+	}
+	tx.notes = append(tx.notes, key, value)
+}
+
+// sortedNotes returns the pairs kv sorted by key.
+func sortedNotes(kv []string) []string {
+	type pair struct{ k, v string }
+	ps := make([]pair, len(kv)/2)
+	for i := range ps {
+		ps[i] = pair{kv[2*i], kv[2*i+1]}
+	}
+	slices.SortFunc(ps, func(a, b pair) int {
+		switch {
+		case a.k < b.k:
+			return -1
+		case a.k > b.k:
+			return 1
+		}
+		return 0
+	})
+	out := make([]string, 0, len(kv))
+	for _, p := range ps {
+		out = append(out, p.k, p.v)
+	}
+	return out
+}
+
+// Annotations returns the annotations of revision rev, a new map the
+// caller owns: nil for a revision written without any. It answers while
+// revision rev keeps its entry in its key's log, even below Floor(); once
+// that entry is trimmed or compacted away it is ErrCompacted; above Rev(),
+// ErrFutureRevision.
+func (s *Store[V]) Annotations(rev Revision) (map[string]string, error) {
+	fail := func(err error) (map[string]string, error) {
+		return nil, &OpError{Op: "annotations", Rev: rev, Err: err, keyless: true}
+	}
+	if h := s.order.Head().Rev; int64(rev) > h {
+		return fail(detail(ErrFutureRevision, "latest is", h))
+	}
+	if rev < 1 {
+		return fail(detail(ErrCompacted, "no revision", int64(rev)))
+	}
+	n := &s.notes
+	n.mu.RLock()
+	sp := n.find(int64(rev))
+	if sp == nil {
+		n.mu.RUnlock()
+		if int64(rev) <= s.floor.Load() && !s.keptAnywhere(int64(rev)) {
+			return fail(detail(ErrCompacted, "floor is", s.floor.Load()))
+		}
+		return nil, nil
+	}
+	defer n.mu.RUnlock()
+	if kl := sp.kls[int64(rev)-sp.first]; !kept(kl, int64(rev)) {
+		return fail(detail(ErrCompacted, "its entry was dropped at floor", s.floor.Load()))
+	}
+	m := make(map[string]string, len(sp.kv)/2)
+	for i := 0; i < len(sp.kv); i += 2 {
+		m[sp.kv[i]] = sp.kv[i+1]
+	}
+	return m, nil
+}
+
+// find returns the span holding rev, or nil; the caller holds mu.
+func (n *noteLog[V]) find(rev int64) *noteSpan[V] {
+	i := sort.Search(len(n.spans), func(i int) bool { return n.spans[i].last() >= rev })
+	if i < len(n.spans) && n.spans[i].first <= rev {
+		return &n.spans[i]
+	}
+	return nil
+}
+
+// notesOf returns the annotations of rev (sorted pairs), or nil; the
+// caller holds mu.
+func (n *noteLog[V]) notesOf(rev int64) []string {
+	if sp := n.find(rev); sp != nil {
+		return sp.kv
+	}
+	return nil
+}
+
+// kept reports whether kl's log still holds its entry of revision rev.
+func kept[V any](kl *keyLog[V], rev int64) bool {
+	if kl == nil {
+		return false
+	}
+	kl.mu.RLock()
+	e, st := kl.log.At(rev)
+	kl.mu.RUnlock()
+	return st == revlog.Found && e.Rev == rev
+}
+
+// keptAnywhere reports whether some key still holds its entry of revision
+// rev, for a revision at or below the floor without annotations: every
+// revision above the floor keeps its entry, and below it the store does
+// not know which key made a revision, so it looks at every key's log
+// (O(keys); an audit call, not a hot one).
+func (s *state[V]) keptAnywhere(rev int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := false
+	s.tree.Ascend(func(kl *keyLog[V]) bool {
+		found = kept(kl, rev)
+		return !found
+	})
+	return found
+}
+
+// addNotesLocked records the commit's annotations (state.commitNotes) for
+// cs, just applied at revisions first... The caller holds state.mu.
+func (s *state[V]) addNotesLocked(cs []change[V]) {
+	sp := noteSpan[V]{first: cs[0].e.Rev, kls: make([]*keyLog[V], len(cs)), kv: s.commitNotes}
+	for i := range cs {
+		sp.kls[i] = cs[i].kl
+	}
+	s.notes.mu.Lock()
+	s.notes.spans = append(s.notes.spans, sp)
+	s.notes.mu.Unlock()
+}
+
+// forgetNotesLocked lets go of the spans at the front whose revisions are
+// all at or below floor and none kept (compaction sweeps them all:
+// sweepNotesLocked). The caller holds state.mu.
+func (s *state[V]) forgetNotesLocked(floor int64) {
+	n := &s.notes
+	i := 0
+	for i < len(n.spans) && n.spans[i].last() <= floor && !n.spans[i].anyKept() {
+		i++
+	}
+	if i > 0 {
+		n.mu.Lock()
+		clear(n.spans[:i])
+		n.spans = n.spans[i:]
+		n.mu.Unlock()
+	}
+}
+
+// sweepNotes lets go of every span none of whose revisions is kept, after
+// a compaction or trim pass.
+func (s *state[V]) sweepNotes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := &s.notes
+	if len(n.spans) == 0 {
+		return
+	}
+	n.mu.Lock()
+	n.spans = slices.DeleteFunc(n.spans, func(sp noteSpan[V]) bool { return !sp.anyKept() })
+	n.mu.Unlock()
+}
+
+func (sp *noteSpan[V]) anyKept() bool {
+	for i, kl := range sp.kls {
+		if kl != nil && kept(kl, sp.first+int64(i)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,122 @@
+package revkv
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/revkv/revkv/chain"
+	"github.com/revkv/revkv/wal"
+)
+
+// A snapshot's hash chain: its KindDigests records (the sequence from the
+// chain's base to the snapshot's revision first, then the older digests
+// its entries need) and its KindNotes records come before its keys, so
+// that each key's builder checks every entry it builds:
+// D(r) = SHA-256(D(r-1) || enc(r)), with both digests from the records.
+// A snapshot without digests was written before the chain began: its
+// chain starts at its revision, from zero.
+
+// digests reads a KindDigests record.
+func (ld *snapshotReader) digests(p []byte) error {
+	g, err := wal.DecodeDigests(p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ld.chainDone || ld.n > 0:
+		return errors.New("digests after the keys")
+	case len(g.Digests) == 0:
+		return errors.New("an empty digests record")
+	case g.First+int64(len(g.Digests))-1 > ld.last:
+		return fmt.Errorf("digests up to revision %d, above the snapshot's %d", g.First+int64(len(g.Digests))-1, ld.last)
+	}
+	if ld.chain == nil {
+		ld.chain = chain.NewSeq(g.First, g.Digests[0])
+		g.Digests = g.Digests[1:]
+		g.First++
+	}
+	if last, _ := ld.chain.Last(); g.First == last+1 {
+		for _, d := range g.Digests {
+			ld.chain.Push(d)
+		}
+		return nil
+	}
+	if g.First+int64(len(g.Digests)) > ld.chain.Base() {
+		return fmt.Errorf("digests of revisions %d.. overlap the chain from %d", g.First, ld.chain.Base())
+	}
+	for i, d := range g.Digests {
+		ld.chain.AddOld(g.First+int64(i), d)
+	}
+	return nil
+}
+
+// notes reads a KindNotes record.
+func (ld *snapshotReader) notes(p []byte) error {
+	n, err := wal.DecodeNotes(p)
+	if err != nil {
+		return err
+	}
+	if ld.n > 0 {
+		return errors.New("annotations after the keys")
+	}
+	if k := len(ld.spans); k > 0 && n.First <= ld.spans[k-1].First+int64(len(ld.spans[k-1].Keys))-1 {
+		return fmt.Errorf("annotations of revision %d out of order", n.First)
+	}
+	if n.First+int64(len(n.Keys))-1 > ld.last {
+		return fmt.Errorf("annotations of revision %d, above the snapshot's %d", n.First+int64(len(n.Keys))-1, ld.last)
+	}
+	ld.spans = append(ld.spans, n)
+	return nil
+}
+
+// endChain checks that the digests reach the snapshot's revision.
+func (ld *snapshotReader) endChain() error {
+	ld.chainDone = true
+	if last, _ := ld.chain.Last(); last != ld.last {
+		return fmt.Errorf("digests up to revision %d in a snapshot of %d", last, ld.last)
+	}
+	return nil
+}
+
+// notesOf returns the annotations of rev, sorted pairs, or nil.
+func (ld *snapshotReader) notesOf(rev int64) []string {
+	i := sort.Search(len(ld.spans), func(i int) bool { return ld.spans[i].First+int64(len(ld.spans[i].Keys))-1 >= rev })
+	if i < len(ld.spans) && ld.spans[i].First <= rev {
+		return ld.spans[i].Notes
+	}
+	return nil
+}
+
+// check checks x, an entry of a key record, against the snapshot's chain.
+func (b *snapshotBuilder[V]) check(x *wal.Entry) error {
+	ld := b.chain
+	if ld.chain == nil {
+		return nil
+	}
+	prev, ok1 := ld.chain.At(x.Rev - 1)
+	want, ok2 := ld.chain.At(x.Rev)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("revision %d: the snapshot has no digest for it", x.Rev)
+	}
+	linkOf(&b.link, x, ld.notesOf(x.Rev))
+	got := b.hasher.Next(prev, &b.link)
+	b.link = chain.Rev{}
+	if got != want {
+		return fmt.Errorf("revision %d: the hash chain breaks: the snapshot says %x, the entry gives %x", x.Rev, want[:8], got[:8])
+	}
+	return nil
+}
+
+// restoreChain takes a loaded snapshot's digests and annotations, with
+// each annotated revision's key found among the keys restored.
+func (s *state[V]) restoreChain(digests *chain.Seq, notes []wal.Notes) {
+	s.disk.chain = digests
+	for _, n := range notes {
+		sp := noteSpan[V]{first: n.First, kls: make([]*keyLog[V], len(n.Keys)), kv: n.Notes}
+		for i, k := range n.Keys {
+			sp.kls[i] = s.lookupLocked(k)
+		}
+		s.notes.spans = append(s.notes.spans, sp)
+	}
+}
