@@ -88,7 +88,7 @@ type state[V any] struct {
 	// commitNotes are the annotations of the commit being made, sorted
 	// by key; nil for nearly every commit.
 	commitNotes []string
-	txns       []Txn[V]                  // Txn handles not yet handed out
+	txns        []Txn[V] // Txn handles not yet handed out
 	// removals are the keys compaction removed, with their newest entry's
 	// revision, so that Changes and Watch report exactly the removed keys
 	// under their prefix that they had yet to yield. Removals with a
