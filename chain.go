@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/btree"
 	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/wal"
 )
@@ -120,18 +121,29 @@ func writeChain[V any](w *wal.SnapshotWriter, digests *chain.Seq, notes []noteSp
 		if sp.last() > h || !sp.anyKept() {
 			continue
 		}
-		n.First, n.Keys, n.Notes = sp.first, n.Keys[:0], sp.kv
-		for _, kl := range sp.kls {
-			k := "" // a key gone before the last Open
-			if kl != nil {
-				k = kl.key
-			}
-			n.Keys = append(n.Keys, k)
-		}
+		n.First, n.N, n.Notes = sp.first, int64(len(sp.kls)), sp.kv
 		p = wal.AppendNotes(p[:0], &n)
 		if err := w.Add(wal.KindNotes, p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// olderNeeded returns the revisions whose digests the entries of keys at
+// or below base need: each one's own and the one before it.
+func olderNeeded[V any](keys *btree.BTreeG[*keyLog[V]], base int64) map[int64]bool {
+	need := map[int64]bool{}
+	keys.Ascend(func(kl *keyLog[V]) bool {
+		kl.mu.RLock()
+		for _, e := range kl.log.Entries() {
+			if e.Rev > base {
+				break
+			}
+			need[e.Rev], need[e.Rev-1] = true, true
+		}
+		kl.mu.RUnlock()
+		return true
+	})
+	return need
 }

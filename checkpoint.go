@@ -89,21 +89,20 @@ func (s *state[V]) checkpoint() error {
 	if err != nil {
 		return err
 	}
+	// The older digests the snapshot's entries need: a trim meanwhile
+	// may leave the snapshot fewer entries, never more.
+	need := olderNeeded(keys, digests.Base())
+	keep := func(r int64) bool { return need[r] || r >= digests.Base() }
+	digests.KeepOld(keep)
 	if err = writeChain(w, digests, notes, h.Rev); err != nil {
 		w.Abort()
 		return err
 	}
 	var kr keyRecorder[V]
-	need := map[int64]bool{} // the older digests the snapshot's entries need
 	keys.Ascend(func(kl *keyLog[V]) bool {
 		var p []byte
 		if p, err = kr.record(d.codec, &s.zones, kl, h.Rev); err == nil && p != nil {
 			err = w.Add(wal.KindKey, p)
-			for _, x := range kr.k.Entries {
-				if x.Rev <= digests.Base() {
-					need[x.Rev], need[x.Rev-1] = true, true
-				}
-			}
 		}
 		return err == nil
 	})
@@ -115,7 +114,7 @@ func (s *state[V]) checkpoint() error {
 		return err
 	}
 	d.chainMu.Lock()
-	d.chain.KeepOld(func(r int64) bool { return need[r] || r >= digests.Base() })
+	d.chain.KeepOld(keep)
 	d.chainMu.Unlock()
 	d.snapBytes.Store(w.Size())
 	if err := wal.RemoveBefore(d.fs, d.dir, h.Rev+1); err != nil {

@@ -237,10 +237,11 @@ func sameErr(got, want error) bool {
 // (so its reads see its own writes) and Update takes the writes back if fn
 // fails.
 type mTxn struct {
-	m    *model
-	now  time.Time
-	keys []string // the keys written, in order, repeats included
-	dead bool
+	m     *model
+	now   time.Time
+	keys  []string // the keys written, in order, repeats included
+	notes []string // Annotate's pairs, in call order
+	dead  bool
 }
 
 // Update mirrors contract §7: expiries due first, fn's writes at one time, the
@@ -258,6 +259,7 @@ func (m *model) Update(fn func(tx *mTxn) error) (rev revkv.Revision, err error) 
 		tx.dead = true
 		if !done { // an error or a panic: take every write back
 			m.revs = m.revs[:n0]
+			m.chain = m.chain[:min(len(m.chain), n0+1)]
 			for _, k := range tx.keys {
 				rs := m.byKey[k]
 				for len(rs) > 0 && rs[len(rs)-1] > int64(n0) {
@@ -275,6 +277,11 @@ func (m *model) Update(fn func(tx *mTxn) error) (rev revkv.Revision, err error) 
 		return 0, err
 	}
 	done = true
+	if len(tx.notes) > 0 {
+		for r := int64(n0) + 1; r <= m.rev(); r++ {
+			m.notes[r] = sortedPairs(tx.notes)
+		}
+	}
 	for _, k := range tx.keys {
 		if n := m.maxHistory; n > 0 && len(m.retained(k)) > 2*n {
 			m.trimCount(k)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/chain"
 )
 
 // manualClock is a clock the test sets by hand; safe for concurrent use.
@@ -56,6 +57,9 @@ type model struct {
 	trimFloor    int64
 	pins         map[int64]int
 	closed       bool
+
+	notes map[int64][]string // each annotated revision's pairs, sorted by key
+	chain []chain.Digest     // D(0), D(1), ...: as far as digest has needed
 }
 
 type mEntry struct {
@@ -76,7 +80,7 @@ func newModel(clock *manualClock, maxHistory int, retention time.Duration) *mode
 	return &model{
 		maxHistory: maxHistory, retention: retention, clock: clock,
 		byKey: map[string][]int64{}, from: map[string]int64{}, lo: map[string]int64{},
-		pins: map[int64]int{},
+		pins: map[int64]int{}, notes: map[int64][]string{},
 	}
 }
 

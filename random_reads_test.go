@@ -135,6 +135,7 @@ func (h *harness) check(full bool) {
 	if !full {
 		return
 	}
+	h.checkAudit()
 	top := h.m.rev()
 	lowest := max(int64(-1), top-300)
 	for _, k := range testKeys {

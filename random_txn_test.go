@@ -11,7 +11,7 @@ import (
 
 // txOp is one call inside an Update the harness issues.
 type txOp struct {
-	kind  int // 0 Put, 1 PutTTL, 2 Delete, 3 Expire, 4 Persist, 5 Get, 6 PutExpiresAt, 7 ExpireAt
+	kind  int // 0 Put, 1 PutTTL, 2 Delete, 3 Expire, 4 Persist, 5 Get, 6 PutExpiresAt, 7 ExpireAt, 8 Annotate
 	key   string
 	value int
 	ttl   time.Duration
@@ -19,7 +19,7 @@ type txOp struct {
 }
 
 func (op txOp) String() string {
-	name := [...]string{"Put", "PutTTL", "Delete", "Expire", "Persist", "Get", "PutExpiresAt", "ExpireAt"}[op.kind]
+	name := [...]string{"Put", "PutTTL", "Delete", "Expire", "Persist", "Get", "PutExpiresAt", "ExpireAt", "Annotate"}[op.kind]
 	if op.kind >= 6 {
 		return fmt.Sprintf("%s(%q, %d, %v)", name, op.key, op.value, op.at)
 	}
@@ -35,6 +35,7 @@ type txWriter interface {
 	Persist(string) error
 	PutExpiresAt(string, int, time.Time) error
 	ExpireAt(string, time.Time) error
+	Annotate(key, value string)
 }
 
 var errAbort = errors.New("abort")
@@ -73,6 +74,9 @@ func runTx(tx txWriter, get func(string) (revkv.Entry[int], bool), ops []txOp, s
 			err = tx.PutExpiresAt(op.key, op.value, op.at)
 		case 7:
 			err = tx.ExpireAt(op.key, op.at)
+		case 8:
+			tx.Annotate(op.key, fmt.Sprint(op.value%3))
+			continue
 		}
 		out = append(out, errKind(err))
 	}
@@ -102,7 +106,7 @@ func errKind(err error) error {
 func (h *harness) update() {
 	ops := make([]txOp, 1+h.rng.Intn(8))
 	for i := range ops {
-		ops[i] = txOp{kind: h.rng.Intn(8), key: h.key(), value: h.rng.Intn(1000), ttl: h.ttl(), at: h.expiresAt()}
+		ops[i] = txOp{kind: h.rng.Intn(9), key: h.key(), value: h.rng.Intn(1000), ttl: h.ttl(), at: h.expiresAt()}
 	}
 	how, stop := 0, len(ops)
 	switch r := h.rng.Intn(8); {

@@ -102,7 +102,7 @@ func (s *state[V]) replayLog(from int64) (wal.Tail, error) {
 		err      error
 		panicked any
 	)
-	ld := logLoader[V]{s: s, last: s.order.Last()}
+	ld := logLoader[V]{s: s, last: s.order.Last(), snap: s.order.Last().Rev}
 	_, ld.prev = d.chain.Last()
 	go func() {
 		defer close(loads)
@@ -218,6 +218,7 @@ func (l *logLoad[V]) reset() {
 type logLoader[V any] struct {
 	s       *state[V]
 	last    mvcc.Stamp // the last revision read, and its time
+	snap    int64      // the snapshot's revision
 	decoder wal.BatchDecoder
 	decoded wal.Batch    // the decoder's buffer
 	chained wal.Chained  // the decoder's buffer for chained batches
@@ -252,7 +253,9 @@ func (ld *logLoader[V]) batch(l *logLoad[V], kind wal.Kind, p []byte) error {
 	switch {
 	case len(b) == 0:
 		return errors.New("an empty batch")
-	case b[len(b)-1].Rev <= last.Rev:
+	case b[len(b)-1].Rev <= last.Rev && last.Rev == ld.snap && b[0].Rev >= 1:
+		// In a segment that began before the snapshot, and only before
+		// the first revision replayed: anything else below is damage.
 		return nil
 	case b[0].Rev != last.Rev+1:
 		return fmt.Errorf("revision %d follows %d", b[0].Rev, last.Rev)
@@ -288,8 +291,10 @@ func (ld *logLoader[V]) batch(l *logLoad[V], kind wal.Kind, p []byte) error {
 		return fmt.Errorf("revision %d: the hash chain breaks: the log says %x, the revisions give %x",
 			b[len(b)-1].Rev, ld.chained.Digest[:8], got[:8])
 	}
-	if len(notes) > 0 {
-		notes = slices.Clone(notes)
+	if notes = slices.Clip(notes); len(notes) > 0 {
+		notes = slices.Clone(notes) // the decoder's buffer is reused
+	} else {
+		notes = nil // no span for a commit without annotations
 	}
 	l.batches = append(l.batches, loadedBatch{t, lo, len(l.changes), notes})
 	ld.last = mvcc.Stamp{Rev: b[len(b)-1].Rev, Time: t}

@@ -43,7 +43,8 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 	loads := make(chan snapshotLoad[V], 2*builders)
 	free := make(chan []restoredKey[V], 2*builders+1)
 	var (
-		chainOf *chain.Seq  // the snapshot's digests; nil if it has none
+		chainOf *chain.Seq // the snapshot's digests; nil if it has none
+		noted   []notedRev[V]
 		notesOf []wal.Notes // its annotated commits
 		stop    atomic.Bool // a builder failed or panicked: the reader stops
 		// mu guards failure and panicked, and is zmu for the builders.
@@ -160,7 +161,10 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 			s.restoreState(l.state)
 		}
 		for i := range l.keys {
-			s.restoreKey(&l.keys[i])
+			kl := s.restoreKey(&l.keys[i])
+			for _, r := range l.keys[i].noted {
+				noted = append(noted, notedRev[V]{r, kl})
+			}
 		}
 		if l.keys != nil {
 			clear(l.keys)
@@ -174,7 +178,7 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 		panic(panicked)
 	}
 	if rerr == nil && failure == nil {
-		s.restoreChain(chainOf, notesOf)
+		s.restoreChain(chainOf, notesOf, noted)
 	}
 	d.snapBytes.Store(size)
 	if failure != nil { // before the reader's, which may be errStopped
@@ -198,8 +202,9 @@ type snapshotLoad[V any] struct {
 
 // restoredKey is a key of a snapshot with its log, built and checked.
 type restoredKey[V any] struct {
-	key string
-	log revlog.Log[V]
+	key   string
+	log   revlog.Log[V]
+	noted []int64 // its annotated revisions
 }
 
 // snapshotJob is a run of a snapshot's key records for a builder: copies
@@ -337,7 +342,7 @@ func (b *snapshotBuilder[V]) key(p []byte, last int64) (restoredKey[V], error) {
 		if err := s.decodeEntry(&e, x, t); err != nil {
 			return restoredKey[V]{}, err
 		}
-		if err := b.check(x); err != nil {
+		if err := b.check(&r, x); err != nil {
 			return restoredKey[V]{}, err
 		}
 		e.SetTimeIn(t, b.number(t.Location()))
@@ -379,7 +384,7 @@ func (s *state[V]) restoreState(st *wal.State) {
 }
 
 // restoreKey enters a key a snapshot builder built into the state.
-func (s *state[V]) restoreKey(r *restoredKey[V]) {
+func (s *state[V]) restoreKey(r *restoredKey[V]) *keyLog[V] {
 	kl := s.addKeyLocked(r.key)
 	kl.log = r.log
 	last, _ := kl.log.Last()
@@ -390,4 +395,5 @@ func (s *state[V]) restoreKey(r *restoredKey[V]) {
 			s.expiry.Add(r.key, last.Expires, kl)
 		}
 	}
+	return kl
 }

@@ -60,11 +60,11 @@ func (ld *snapshotReader) notes(p []byte) error {
 	if ld.n > 0 {
 		return errors.New("annotations after the keys")
 	}
-	if k := len(ld.spans); k > 0 && n.First <= ld.spans[k-1].First+int64(len(ld.spans[k-1].Keys))-1 {
+	if k := len(ld.spans); k > 0 && n.First <= ld.spans[k-1].First+ld.spans[k-1].N-1 {
 		return fmt.Errorf("annotations of revision %d out of order", n.First)
 	}
-	if n.First+int64(len(n.Keys))-1 > ld.last {
-		return fmt.Errorf("annotations of revision %d, above the snapshot's %d", n.First+int64(len(n.Keys))-1, ld.last)
+	if n.First+n.N-1 > ld.last {
+		return fmt.Errorf("annotations of revision %d, above the snapshot's %d", n.First+n.N-1, ld.last)
 	}
 	ld.spans = append(ld.spans, n)
 	return nil
@@ -81,16 +81,21 @@ func (ld *snapshotReader) endChain() error {
 
 // notesOf returns the annotations of rev, sorted pairs, or nil.
 func (ld *snapshotReader) notesOf(rev int64) []string {
-	i := sort.Search(len(ld.spans), func(i int) bool { return ld.spans[i].First+int64(len(ld.spans[i].Keys))-1 >= rev })
+	i := sort.Search(len(ld.spans), func(i int) bool { return ld.spans[i].First+ld.spans[i].N-1 >= rev })
 	if i < len(ld.spans) && ld.spans[i].First <= rev {
 		return ld.spans[i].Notes
 	}
 	return nil
 }
 
-// check checks x, an entry of a key record, against the snapshot's chain.
-func (b *snapshotBuilder[V]) check(x *wal.Entry) error {
+// check checks x, an entry of a key record, against the snapshot's chain,
+// and notes in r whether it is annotated.
+func (b *snapshotBuilder[V]) check(r *restoredKey[V], x *wal.Entry) error {
 	ld := b.chain
+	notes := ld.notesOf(x.Rev)
+	if notes != nil {
+		r.noted = append(r.noted, x.Rev)
+	}
 	if ld.chain == nil {
 		return nil
 	}
@@ -99,7 +104,7 @@ func (b *snapshotBuilder[V]) check(x *wal.Entry) error {
 	if !ok1 || !ok2 {
 		return fmt.Errorf("revision %d: the snapshot has no digest for it", x.Rev)
 	}
-	linkOf(&b.link, x, ld.notesOf(x.Rev))
+	linkOf(&b.link, x, notes)
 	got := b.hasher.Next(prev, &b.link)
 	b.link = chain.Rev{}
 	if got != want {
@@ -108,15 +113,23 @@ func (b *snapshotBuilder[V]) check(x *wal.Entry) error {
 	return nil
 }
 
-// restoreChain takes a loaded snapshot's digests and annotations, with
-// each annotated revision's key found among the keys restored.
-func (s *state[V]) restoreChain(digests *chain.Seq, notes []wal.Notes) {
+// restoreChain takes a loaded snapshot's digests and annotations. Each
+// annotated revision's key is the one whose entries hold it: restoreKeys
+// found them.
+func (s *state[V]) restoreChain(digests *chain.Seq, notes []wal.Notes, noted []notedRev[V]) {
 	s.disk.chain = digests
 	for _, n := range notes {
-		sp := noteSpan[V]{first: n.First, kls: make([]*keyLog[V], len(n.Keys)), kv: n.Notes}
-		for i, k := range n.Keys {
-			sp.kls[i] = s.lookupLocked(k)
-		}
-		s.notes.spans = append(s.notes.spans, sp)
+		s.notes.spans = append(s.notes.spans, noteSpan[V]{first: n.First, kls: make([]*keyLog[V], n.N), kv: n.Notes})
 	}
+	for _, n := range noted {
+		if sp := s.notes.find(n.rev); sp != nil {
+			sp.kls[n.rev-sp.first] = n.kl
+		}
+	}
+}
+
+// notedRev is an annotated revision of a snapshot and its key's log.
+type notedRev[V any] struct {
+	rev int64
+	kl  *keyLog[V]
 }

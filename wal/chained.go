@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Chained is the payload of a KindChained record: a batch, the annotations
@@ -121,12 +122,12 @@ func DecodeDigests(p []byte) (Digests, error) {
 	return g, d.err
 }
 
-// Notes is the payload of a KindNotes record: the annotations of the
-// revisions First, First+1, ..., one commit's, and the key each revision
-// wrote.
+// Notes is the payload of a KindNotes record: the annotations of the N
+// revisions First, First+1, ..., one commit's. (Which key each revision
+// wrote is in the key records, which the chain covers.)
 type Notes struct {
 	First int64
-	Keys  []string
+	N     int64
 	Notes []string // key, value, ...: as in Chained
 }
 
@@ -134,10 +135,7 @@ type Notes struct {
 func AppendNotes(dst []byte, n *Notes) []byte {
 	e := enc{dst}
 	e.varint(n.First)
-	e.uvarint(uint64(len(n.Keys)))
-	for _, k := range n.Keys {
-		e.str(k)
-	}
+	e.varint(n.N)
 	e.uvarint(uint64(len(n.Notes)))
 	for _, s := range n.Notes {
 		e.str(s)
@@ -148,13 +146,9 @@ func AppendNotes(dst []byte, n *Notes) []byte {
 // DecodeNotes decodes a KindNotes payload.
 func DecodeNotes(p []byte) (Notes, error) {
 	d := dec{b: p}
-	n := Notes{First: d.varint()}
-	k := d.uvarint()
-	if d.err == nil && (k == 0 || k > uint64(len(d.b))) {
-		return n, fmt.Errorf("annotations of %d revisions", k)
-	}
-	for range k {
-		n.Keys = append(n.Keys, string(d.raw()))
+	n := Notes{First: d.varint(), N: d.varint()}
+	if d.err == nil && (n.N < 1 || n.First > math.MaxInt64-n.N) {
+		return n, fmt.Errorf("annotations of %d revisions", n.N)
 	}
 	n.Notes = decodeNotes(&d, nil)
 	if d.err == nil && (len(n.Notes) == 0 || n.First < 1) {
