@@ -277,20 +277,27 @@ func (s *state[V]) newestVisibleLocked(rev int64) time.Time {
 
 // publishFloorLocked publishes Floor() and forgets the revision times no
 // longer needed: those below Floor(), or with WithRetention below the last
-// compaction (retention looks up revisions by time from there on).
+// compaction (retention looks up revisions by time from there on). The
+// chain's digests and the index of revisions follow the times, one
+// revision lower (a digest links to the one before).
 func (s *state[V]) publishFloorLocked() {
 	floor := max(s.compactRev, s.trimFloor)
 	s.floor.Store(floor)
-	s.dur.forget(s, floor)
 	if len(s.notes.spans) > 0 {
 		s.forgetNotesLocked(floor)
 	}
+	keep := s.keepLocked()
+	s.dur.forget(s, keep)
 	if s.revs != nil {
-		s.revs.forget(floor - 2) // the chain looks there (disk.forget)
-	}
-	keep := floor
-	if s.opts.retention > 0 {
-		keep = s.compactRev
+		s.revs.forget(keep - 2)
 	}
 	s.order.Forget(keep)
+}
+
+// keepLocked returns the oldest revision whose time the store keeps.
+func (s *state[V]) keepLocked() int64 {
+	if s.opts.retention > 0 {
+		return s.compactRev
+	}
+	return max(s.compactRev, s.trimFloor)
 }

@@ -102,11 +102,12 @@ func (f fromTo) String() string {
 	return strconv.FormatInt(f.from, 10) + " to " + strconv.FormatInt(f.to, 10)
 }
 
-// revKeys maps each revision from the floor's predecessor on to the log of
-// the key that made it: Diff's index, and the hash chain's (disk.forget),
+// revKeys maps each revision from the one before the oldest whose time is
+// kept (keepLocked; Floor() but under WithRetention) on to the log of the
+// key that made it: Diff's index, and the hash chain's (disk.forget),
 // guarded by state.mu. Invariant, once built: kls holds revisions
-// base..base+len(kls)-1, every one from Floor()-1 (or 1) to the last
-// assigned revision, each with its entry in its key's log (if kept).
+// base..base+len(kls)-1, every one from at most that revision to the last
+// assigned one, each with its entry in its key's log (if kept).
 type revKeys[V any] struct {
 	base int64
 	kls  []*keyLog[V]
@@ -115,10 +116,15 @@ type revKeys[V any] struct {
 // revKeysLocked returns the index, building it from the keys' logs on the
 // first call: O(entries) once.
 func (s *state[V]) revKeysLocked() *revKeys[V] {
-	if s.revs != nil {
-		return s.revs
+	if s.revs == nil {
+		s.buildRevKeysLocked(s.keepLocked() - 1) // the chain looks one lower (disk.forget)
 	}
-	base := max(s.floor.Load()-1, 1) // the chain looks at floor-1 (disk.forget)
+	return s.revs
+}
+
+// buildRevKeysLocked builds the index from revision base on.
+func (s *state[V]) buildRevKeysLocked(base int64) {
+	base = max(base, 1)
 	rk := &revKeys[V]{base: base, kls: make([]*keyLog[V], max(s.order.Last().Rev-base+1, 0))}
 	s.tree.Ascend(func(kl *keyLog[V]) bool {
 		for _, e := range kl.log.Entries() {
@@ -129,7 +135,6 @@ func (s *state[V]) revKeysLocked() *revKeys[V] {
 		return true
 	})
 	s.revs = rk
-	return rk
 }
 
 // at returns revision r's key.

@@ -23,6 +23,7 @@ type options struct {
 	retention       time.Duration
 	trimInterval    time.Duration
 	trimSample      int
+	progress        func(Revision)
 }
 
 // WithClock sets the clock the store reads for the time of every revision and
@@ -200,3 +201,9 @@ func build(opts []Option) options {
 	}
 	return o
 }
+
+// WithProgress makes Open (as it replays its log), Export and Import call
+// fn with the revision they have reached, every 65,536 revisions or so,
+// for a tool that shows how far a long run has gone. fn runs on their own
+// goroutine and must be quick.
+func WithProgress(fn func(rev Revision)) Option { return func(o *options) { o.progress = fn } }

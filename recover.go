@@ -42,7 +42,9 @@ func (s *state[V]) recover() (wal.Tail, error) {
 	if d.chain == nil { // no snapshot, or one written before the chain began there
 		d.chain = chain.NewSeq(from-1, chain.Digest{})
 	}
-	s.revKeysLocked() // the chain's index of revisions (disk.forget)
+	// The chain's index of revisions (disk.forget), from as low as its
+	// digests reach.
+	s.buildRevKeysLocked(min(s.keepLocked()-1, d.chain.Base()))
 	tail, err := s.replayLog(from)
 	var c *wal.Corruption
 	if err != nil && s.opts.repair && errors.As(err, &c) && c.Frame {
@@ -155,8 +157,13 @@ func (s *state[V]) replayLog(from int64) (wal.Tail, error) {
 		})
 		send()
 	}()
+	reported := s.order.Last().Rev / progressEvery
 	for l := range loads {
 		s.applyLoad(l)
+		if last := s.order.Last().Rev; s.opts.progress != nil && last/progressEvery > reported {
+			reported = last / progressEvery
+			s.opts.progress(Revision(last))
+		}
 		if l.trim != nil {
 			answers <- s.applyTrim(*l.trim)
 		}

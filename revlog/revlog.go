@@ -230,6 +230,15 @@ func (l *Log[V]) result(i int) (Entry[V], Status) {
 	}
 }
 
+// Index returns the index of the entry of revision rev, or -1 if the log
+// does not hold it. O(log n).
+func (l *Log[V]) Index(rev int64) int {
+	if i := l.indexAt(rev); i >= 0 && l.entries[i].Rev == rev {
+		return i
+	}
+	return -1
+}
+
 // indexAt returns the index of the newest entry with Rev <= rev, or -1.
 func (l *Log[V]) indexAt(rev int64) int {
 	n := len(l.entries)

@@ -1,0 +1,201 @@
+package revkv
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/revkv/revkv/chain"
+)
+
+// The export format (Store.Export, Import): JSON lines. The first is a
+// header, the store's state:
+//
+//	{"revkv_export":1,"rev":9,"time":"...","first":"...","base":3,"floor":3,"compact_rev":3,"compacted":"...","trim_floor":0}
+//
+// then one line a revision, in revision order: every revision from the
+// oldest whose time or digest the store keeps up to rev, and before them
+// every older revision whose entry is kept. A revision whose entry is kept
+// has its entry; one whose entry is gone has only its time (if kept) and
+// digest:
+//
+//	{"rev":4,"time":"2026-11-24T14:02:00.5+01:00","zone":"Europe/Paris","key":"config/limits","op":"put","value":"10","expires_at":"...","annotations":{"who":"ana"},"digest":"..."}
+//	{"rev":5,"time":"2026-11-24T14:02:01Z","digest":"..."}
+//
+// Times are RFC 3339 with nanoseconds in the entry's own location ("zone"
+// names it, unless it is UTC); a value is "value" when its codec's bytes
+// are UTF-8, else "value_base64" (and a key that is not, "key_base64"); "trimmed" and "dropped" mark a key's
+// oldest kept entry when older ones were dropped; "prev" is D(rev-1) where
+// the line before is not rev-1. Digests are lower-case hex.
+
+// exportHeader is the first line.
+type exportHeader struct {
+	Format     int    `json:"revkv_export"`
+	Prefix     string `json:"prefix,omitempty"`
+	Rev        int64  `json:"rev"`
+	Time       string `json:"time,omitempty"`
+	First      string `json:"first,omitempty"`
+	Base       int64  `json:"base"`
+	Floor      int64  `json:"floor"`
+	CompactRev int64  `json:"compact_rev,omitempty"`
+	Compacted  string `json:"compacted,omitempty"`
+	TrimFloor  int64  `json:"trim_floor,omitempty"`
+}
+
+// exportLine is every other line. Its fields are in the order
+// appendLine writes them.
+type exportLine struct {
+	Rev         int64             `json:"rev"`
+	Time        string            `json:"time,omitempty"`
+	Zone        string            `json:"zone,omitempty"`
+	Key         *string           `json:"key,omitempty"`
+	KeyBase64   *string           `json:"key_base64,omitempty"`
+	Op          string            `json:"op,omitempty"`
+	Value       *string           `json:"value,omitempty"`
+	ValueBase64 *string           `json:"value_base64,omitempty"`
+	ExpiresAt   string            `json:"expires_at,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Trimmed     bool              `json:"trimmed,omitempty"`
+	Dropped     int64             `json:"dropped,omitempty"`
+	Prev        string            `json:"prev,omitempty"`
+	Digest      string            `json:"digest"`
+}
+
+var opNames = [...]string{OpPut: "put", OpDelete: "delete", OpExpire: "expire"}
+
+// lineOut is what appendLine writes: an exportLine without the
+// allocations.
+type lineOut struct {
+	rev        int64
+	t          time.Time // zero: unknown
+	entry      bool
+	key        string
+	op         Op
+	value      []byte
+	expires    int64
+	hasTTL     bool
+	notes      []string // sorted pairs
+	trimmed    bool
+	dropped    int64
+	prev       *chain.Digest
+	digest     chain.Digest
+	zoneName   string
+	zoneOffset int
+}
+
+// appendLine appends l as one line of JSON, as encoding/json would write
+// the exportLine (the test checks both ways).
+func appendLine(b []byte, l *lineOut) []byte {
+	b = append(b, `{"rev":`...)
+	b = strconv.AppendInt(b, l.rev, 10)
+	if !l.t.IsZero() {
+		b = append(b, `,"time":"`...)
+		b = l.t.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+		if loc := l.t.Location(); loc != time.UTC {
+			b = append(b, `,"zone":`...)
+			b = appendJSONString(b, loc.String())
+		}
+	}
+	if l.entry {
+		if utf8.ValidString(l.key) {
+			b = append(b, `,"key":`...)
+			b = appendJSONString(b, l.key)
+		} else {
+			b = append(b, `,"key_base64":"`...)
+			b = base64.StdEncoding.AppendEncode(b, []byte(l.key))
+			b = append(b, '"')
+		}
+		b = append(b, `,"op":"`...)
+		b = append(b, opNames[l.op]...)
+		b = append(b, '"')
+		if l.op == OpPut {
+			if utf8.Valid(l.value) {
+				b = append(b, `,"value":`...)
+				b = appendJSONString(b, string(l.value))
+			} else {
+				b = append(b, `,"value_base64":"`...)
+				b = base64.StdEncoding.AppendEncode(b, l.value)
+				b = append(b, '"')
+			}
+		}
+		if l.hasTTL {
+			b = append(b, `,"expires_at":"`...)
+			b = time.Unix(0, l.expires).UTC().AppendFormat(b, time.RFC3339Nano)
+			b = append(b, '"')
+		}
+		if len(l.notes) > 0 {
+			b = append(b, `,"annotations":{`...)
+			for i := 0; i < len(l.notes); i += 2 {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, l.notes[i])
+				b = append(b, ':')
+				b = appendJSONString(b, l.notes[i+1])
+			}
+			b = append(b, '}')
+		}
+		if l.trimmed {
+			b = append(b, `,"trimmed":true`...)
+		}
+		if l.dropped != 0 {
+			b = append(b, `,"dropped":`...)
+			b = strconv.AppendInt(b, l.dropped, 10)
+		}
+	}
+	if l.prev != nil {
+		b = append(b, `,"prev":"`...)
+		b = hex.AppendEncode(b, l.prev[:])
+		b = append(b, '"')
+	}
+	b = append(b, `,"digest":"`...)
+	b = hex.AppendEncode(b, l.digest[:])
+	return append(b, "\"}\n"...)
+}
+
+// appendJSONString appends s, valid UTF-8, quoted as encoding/json quotes
+// it (HTML characters escaped too).
+func appendJSONString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

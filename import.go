@@ -1,0 +1,390 @@
+package revkv
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"time"
+
+	"github.com/revkv/revkv/chain"
+	"github.com/revkv/revkv/vfs"
+	"github.com/revkv/revkv/wal"
+)
+
+// Import reads an export (Store.Export) from r into dir, which must be
+// empty or absent, and returns the latest revision. The directory then
+// holds the same revisions, times, expiries, annotations, digests and
+// floor: every line is checked as it is read (each kept entry's digest
+// must follow from the one before it), the state is written as one
+// snapshot, and the directory is opened once, read-only, so that Open's
+// own checks pass before Import returns. An export with a prefix is
+// refused. Anything wrong is an error naming the line; the directory is
+// then left as it was (an absent one is not created). The options that
+// apply are WithFS and WithProgress.
+func Import[V any](dir string, codec Codec[V], r io.Reader, opts ...Option) (Revision, error) {
+	o := build(opts)
+	fail := func(err error) (Revision, error) { return 0, &OpError{Op: "import", Key: dir, Err: err} }
+	names, err := o.fs.List(dir)
+	existed := err == nil
+	switch {
+	case existed && len(names) > 0:
+		return fail(fmt.Errorf("the directory is not empty (it holds %d files)", len(names)))
+	case !existed && !errors.Is(err, errNotExist):
+		return fail(err)
+	}
+	im := importer{progress: o.progress}
+	if err := im.read(r); err != nil {
+		return fail(err)
+	}
+	if err := makeDir(o.fs, dir); err != nil {
+		return fail(err)
+	}
+	if err := im.write(o.fs, dir); err != nil {
+		cleanDir(o.fs, dir, existed)
+		return fail(err)
+	}
+	s, err := Open(dir, codec, WithFS(o.fs), WithReadOnly())
+	if err != nil {
+		cleanDir(o.fs, dir, existed)
+		return fail(err)
+	}
+	defer s.Close()
+	return s.Rev(), nil
+}
+
+var errNotExist = fs.ErrNotExist
+
+// cleanDir removes what a failed Import wrote in dir, and dir itself if
+// Import made it.
+func cleanDir(fsys vfs.FS, dir string, existed bool) {
+	names, _ := fsys.List(dir)
+	for _, n := range names {
+		fsys.Remove(dir + "/" + n)
+	}
+	if !existed {
+		fsys.Remove(dir)
+	}
+}
+
+// importer holds an export as it is read, in the form of a snapshot.
+type importer struct {
+	progress func(Revision)
+	head     exportHeader
+	state    wal.State
+	keys     map[string]*wal.Key
+	digests  []revDigest // every digest the export gives, in revision order
+	notes    []wal.Notes // annotated runs of revisions
+	prevRev  int64       // the last line's revision
+	prevD    chain.Digest
+	line     int
+	hasher   chain.Hasher
+}
+
+type revDigest struct {
+	rev int64
+	d   chain.Digest
+}
+
+// read reads and checks the whole export.
+func (im *importer) read(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<30) // a line holds at most one value
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
+			return err
+		}
+		return errors.New("an empty export: no header line")
+	}
+	im.line = 1
+	if err := im.header(sc.Bytes()); err != nil {
+		return fmt.Errorf("line 1: %w", err)
+	}
+	im.keys = map[string]*wal.Key{}
+	var l exportLine
+	for sc.Scan() {
+		im.line++
+		l = exportLine{}
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return fmt.Errorf("line %d: %w", im.line, err)
+		}
+		if err := im.add(&l); err != nil {
+			return fmt.Errorf("line %d: revision %d: %w", im.line, l.Rev, err)
+		}
+		if im.progress != nil && im.line%progressEvery == 0 {
+			im.progress(Revision(l.Rev))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("line %d: %w", im.line+1, err)
+	}
+	if im.prevRev != im.head.Rev && im.head.Rev > 0 {
+		return fmt.Errorf("the export ends at revision %d, its header says %d", im.prevRev, im.head.Rev)
+	}
+	if n := im.head.Rev - im.head.Base + 1; im.head.Rev > 0 && int64(len(im.state.Times)) != n {
+		return fmt.Errorf("%d times from revision %d, the header says %d", len(im.state.Times), im.head.Base, n)
+	}
+	return nil
+}
+
+// header reads the first line.
+func (im *importer) header(b []byte) error {
+	h := &im.head
+	if err := json.Unmarshal(b, h); err != nil {
+		return fmt.Errorf("not a revkv export: %w", err)
+	}
+	switch {
+	case h.Format != 1:
+		return fmt.Errorf("not a revkv export of format 1 (%d)", h.Format)
+	case h.Prefix != "":
+		return fmt.Errorf("an export of the keys with prefix %q alone: it cannot be imported", h.Prefix)
+	case h.Rev < 0 || h.Rev > 0 && (h.Base < 1 || h.Base > h.Rev):
+		return fmt.Errorf("revision %d with times from %d", h.Rev, h.Base)
+	case h.CompactRev < 0 || h.CompactRev > h.Rev || h.TrimFloor < 0 || h.TrimFloor > h.Rev || h.Floor != max(h.CompactRev, h.TrimFloor):
+		return fmt.Errorf("floor %d of compaction %d and trims %d, at revision %d", h.Floor, h.CompactRev, h.TrimFloor, h.Rev)
+	}
+	st := &im.state
+	st.Last, st.Base, st.CompactRev, st.TrimFloor = h.Rev, h.Base, h.CompactRev, h.TrimFloor
+	var err error
+	for _, f := range []struct {
+		s string
+		i *wal.Instant
+	}{{h.Time, &st.LastTime}, {h.First, &st.First}, {h.Compacted, &st.Compacted}} {
+		if f.s == "" {
+			continue
+		}
+		var t time.Time
+		if t, err = time.Parse(time.RFC3339Nano, f.s); err != nil {
+			return err
+		}
+		*f.i = instantOf(t)
+	}
+	if h.Rev > 0 && h.Time == "" || h.CompactRev > 0 && h.Compacted == "" {
+		return errors.New("a time is missing")
+	}
+	return nil
+}
+
+// add checks one revision's line and adds it.
+func (im *importer) add(l *exportLine) error {
+	r := l.Rev
+	if r <= im.prevRev || r < 1 || r > im.head.Rev {
+		return fmt.Errorf("out of order (after %d, up to %d)", im.prevRev, im.head.Rev)
+	}
+	d, err := parseDigest(l.Digest)
+	if err != nil {
+		return err
+	}
+	prev, err := im.prevOf(l)
+	if err != nil {
+		return err
+	}
+	var t time.Time
+	if l.Time != "" {
+		if t, err = time.Parse(time.RFC3339Nano, l.Time); err != nil {
+			return err
+		}
+	}
+	if r >= im.head.Base {
+		if t.IsZero() || r != im.head.Base+int64(len(im.state.Times)) {
+			return fmt.Errorf("no time for a revision from %d on", im.head.Base)
+		}
+		im.state.Times = append(im.state.Times, instantOf(t))
+	}
+	if l.Key != nil || l.KeyBase64 != nil {
+		if err := im.entry(l, t, prev, d); err != nil {
+			return err
+		}
+	}
+	if im.prevRev != r-1 && r > 1 {
+		im.digests = append(im.digests, revDigest{r - 1, prev})
+	}
+	im.digests = append(im.digests, revDigest{r, d})
+	im.prevRev, im.prevD = r, d
+	return nil
+}
+
+// prevOf returns D(rev-1) for l: the line before's, D(0), or l's prev.
+func (im *importer) prevOf(l *exportLine) (chain.Digest, error) {
+	switch {
+	case l.Prev != "" && im.prevRev == l.Rev-1:
+		return chain.Digest{}, errors.New(`"prev" where the line before is the revision before`)
+	case l.Prev != "":
+		return parseDigest(l.Prev)
+	case im.prevRev == l.Rev-1:
+		return im.prevD, nil
+	case l.Rev == 1:
+		return chain.Digest{}, nil
+	}
+	return chain.Digest{}, fmt.Errorf(`no digest of revision %d: "prev" is missing`, l.Rev-1)
+}
+
+// entry checks and adds the entry of l, whose digest is d and whose
+// predecessor's is prev.
+func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) error {
+	x := wal.Entry{Rev: l.Rev}
+	key, err := stringOrBase64(l.Key, l.KeyBase64)
+	if err != nil {
+		return err
+	}
+	if t.IsZero() {
+		return errors.New("an entry without a time")
+	}
+	x.Sec, x.Nsec = t.Unix(), int32(t.Nanosecond())
+	_, off := t.Zone()
+	x.Zone, x.Offset = l.Zone, int32(off)
+	if x.Zone == "" && off != 0 {
+		return errors.New(`a time off UTC without its "zone"`)
+	}
+	op := slices.Index(opNames[:], l.Op)
+	if op < 1 {
+		return fmt.Errorf("op %q", l.Op)
+	}
+	x.Op = uint8(op)
+	if op == int(OpPut) {
+		v, err := stringOrBase64(l.Value, l.ValueBase64)
+		if err != nil {
+			return err
+		}
+		x.Value = []byte(v)
+	} else if l.Value != nil || l.ValueBase64 != nil || l.ExpiresAt != "" {
+		return fmt.Errorf("a value or expiry on an %s", l.Op)
+	}
+	if l.ExpiresAt != "" {
+		e, err := time.Parse(time.RFC3339Nano, l.ExpiresAt)
+		if err != nil {
+			return err
+		}
+		x.HasTTL, x.Expires = true, e.UnixNano()
+	}
+	var notes []string
+	for k, v := range l.Annotations {
+		notes = append(notes, k, v)
+	}
+	notes = sortedNotes(notes)
+	link := chain.Rev{}
+	x.Key = key
+	linkOf(&link, &x, notes)
+	if got := im.hasher.Next(prev, &link); got != d {
+		return fmt.Errorf("its digest %x does not follow from the revision before and its entry (%x)", d[:8], got[:8])
+	}
+	x.Key = ""
+	k := im.keys[key]
+	switch {
+	case k == nil:
+		k = &wal.Key{Key: key, Trimmed: l.Trimmed, Dropped: l.Dropped}
+		im.keys[key] = k
+	case l.Trimmed || l.Dropped != 0:
+		return errors.New(`"trimmed" on an entry not its key's oldest`)
+	}
+	k.Entries = append(k.Entries, x)
+	if len(notes) > 0 {
+		im.addNotes(l.Rev, notes)
+	}
+	return nil
+}
+
+// addNotes adds rev's annotations, to the run before if it is rev-1's and
+// the same.
+func (im *importer) addNotes(rev int64, notes []string) {
+	if n := len(im.notes); n > 0 {
+		last := &im.notes[n-1]
+		if last.First+last.N == rev && slices.Equal(last.Notes, notes) {
+			last.N++
+			return
+		}
+	}
+	im.notes = append(im.notes, wal.Notes{First: rev, N: 1, Notes: notes})
+}
+
+func stringOrBase64(s, b64 *string) (string, error) {
+	switch {
+	case s != nil && b64 == nil:
+		return *s, nil
+	case s == nil && b64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*b64)
+		return string(b), err
+	}
+	return "", errors.New("neither or both of a text and a base64 form")
+}
+
+func parseDigest(s string) (chain.Digest, error) {
+	var d chain.Digest
+	if len(s) != 64 {
+		return d, fmt.Errorf("a digest of %d hex digits, not 64", len(s))
+	}
+	_, err := hex.Decode(d[:], []byte(s))
+	return d, err
+}
+
+// write writes what was read as a snapshot: the state, the digests (the
+// run up to the latest revision first, as a checkpoint writes them), the
+// annotations, the keys in order.
+func (im *importer) write(fsys vfs.FS, dir string) error {
+	if im.head.Rev == 0 {
+		return nil // an empty store: an empty directory
+	}
+	lock, err := fsys.Lock(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	w, err := wal.CreateSnapshot(fsys, dir, im.head.Rev, wal.AppendState(nil, &im.state))
+	if err != nil {
+		return err
+	}
+	if err := im.writeRecords(w); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
+}
+
+func (im *importer) writeRecords(w *wal.SnapshotWriter) error {
+	ds := im.digests
+	main := len(ds) - 1 // where the run up to the latest revision starts
+	for main > 0 && ds[main-1].rev == ds[main].rev-1 {
+		main--
+	}
+	var p []byte
+	for _, run := range [][]revDigest{ds[main:], ds[:main]} {
+		for len(run) > 0 {
+			n := 1
+			for n < len(run) && n < digestsPerRecord && run[n].rev == run[n-1].rev+1 {
+				n++
+			}
+			g := wal.Digests{First: run[0].rev, Digests: make([][32]byte, n)}
+			for i := range n {
+				g.Digests[i] = run[i].d
+			}
+			p = wal.AppendDigests(p[:0], &g)
+			if err := w.Add(wal.KindDigests, p); err != nil {
+				return err
+			}
+			run = run[n:]
+		}
+	}
+	for i := range im.notes {
+		p = wal.AppendNotes(p[:0], &im.notes[i])
+		if err := w.Add(wal.KindNotes, p); err != nil {
+			return err
+		}
+	}
+	keys := make([]string, 0, len(im.keys))
+	for k := range im.keys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		p = wal.AppendKey(p[:0], im.keys[k])
+		if err := w.Add(wal.KindKey, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
