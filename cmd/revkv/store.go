@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,9 @@ func (c *cli) openError(err error) error {
 	case errors.Is(err, revkv.ErrLocked):
 		return fmt.Errorf("%s is in use by another process (a running revkv-server?)", c.dir)
 	case errors.Is(err, revkv.ErrCorrupt):
-		return fmt.Errorf("%s is corrupt: %s", c.dir, corruptDetail(err))
+		// The file it names is in the directory: named once.
+		detail := strings.ReplaceAll(corruptDetail(err), c.dir+string(filepath.Separator), "")
+		return fmt.Errorf("%s is corrupt: %s", c.dir, detail)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("no revkv directory at %s", c.dir)
 	}
