@@ -108,12 +108,12 @@ func (c *cli) dispatch(args []string) error {
 	if cmd == nil {
 		return usagef("%q is not a command (see 'revkv --help' for the commands)", name)
 	}
-	if c.json && !cmd.json {
-		return usagef("%s: --json does not apply to it (see 'revkv %s --help')", name, name)
-	}
 	pos, err := c.parse(cmd, rest)
 	if err != nil {
 		return err
+	}
+	if c.json && !cmd.json {
+		return usagef("%s: --json does not apply to it (see 'revkv %s --help')", name, name)
 	}
 	if n := len(pos); n < cmd.min || cmd.max >= 0 && n > cmd.max {
 		return c.argCountError(cmd, pos)
@@ -130,9 +130,7 @@ func (c *cli) parse(cmd *command, args []string) ([]string, error) {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.dir, "dir", c.dir, "")
-	if cmd.json {
-		fs.BoolVar(&c.json, "json", c.json, "")
-	}
+	fs.BoolVar(&c.json, "json", c.json, "") // refused after parsing where it does not apply
 	for _, f := range cmd.flags {
 		fs.StringVar(c.flagVar(f), f, "", "")
 	}
