@@ -84,7 +84,7 @@ func cmdExport(c *cli, args []string) error {
 		prefix = args[0]
 	}
 	var p *progress
-	if !isTerminal(c.stdout) { // else the lines would be written over the export
+	if !c.stdoutTerm { // else the lines would be written over the export
 		p = c.progress("reading " + c.dir)
 	}
 	s, err := c.open(false, p)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Exit statuses.
@@ -31,6 +32,11 @@ type cli struct {
 	out    *bufio.Writer // stdout, flushed once the command ends
 	stdout io.Writer
 	stderr io.Writer
+	// stderrTerm and stdoutTerm say whether stderr and stdout are
+	// terminals: progress is shown on stderr only then (and for export,
+	// only if stdout is not). now is the progress's clock.
+	stderrTerm, stdoutTerm bool
+	now                    func() time.Time
 
 	// The command's flags, as given: parsed by the command (a bad value is
 	// a usage error naming the flag).
@@ -51,7 +57,16 @@ func usagef(format string, args ...any) error {
 // exit status. main calls it with the process's streams; tests call it in
 // process.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, out: bufio.NewWriterSize(stdout, 64<<10)}
+	return newCLI(stdin, stdout, stderr).run(args)
+}
+
+func newCLI(stdin io.Reader, stdout, stderr io.Writer) *cli {
+	return &cli{stdin: stdin, stdout: stdout, stderr: stderr, out: bufio.NewWriterSize(stdout, 64<<10),
+		stderrTerm: isTerminal(stderr), stdoutTerm: isTerminal(stdout), now: time.Now}
+}
+
+// run runs the command line args and returns the exit status.
+func (c *cli) run(args []string) int {
 	err := c.dispatch(args)
 	if ferr := c.out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("writing the output: %w", ferr)

@@ -31,10 +31,10 @@ type progress struct {
 // progress returns a reporter labelled label if stderr is a terminal, else
 // nil.
 func (c *cli) progress(label string) *progress {
-	if !isTerminal(c.stderr) {
+	if !c.stderrTerm {
 		return nil
 	}
-	return newProgress(c.stderr, label, time.Now)
+	return newProgress(c.stderr, label, c.now)
 }
 
 func newProgress(w io.Writer, label string, now func() time.Time) *progress {
