@@ -171,6 +171,7 @@ func cmdHistory(c *cli, args []string) error {
 	}
 	ann := annotationsOf{s: s}
 	t := newTable(c.out, "REV", "TIME", "OP", "EXPIRES AT", "VALUE", "ANNOTATIONS")
+	defer t.flush() // the rows before an error, too
 	for _, e := range h {
 		if err := c.entryRow(t, e, &ann, false); err != nil {
 			return err
@@ -221,6 +222,7 @@ func cmdScan(c *cli, args []string) error {
 		scan, entry = v.Scan(prefix), v.Entry
 	}
 	t := newTable(c.out, "KEY", "REV", "TIME", "EXPIRES AT", "VALUE")
+	defer t.flush() // the rows before an error, too
 	for key := range scan {
 		e, ok := entry(key)
 		if !ok {
@@ -268,6 +270,7 @@ func cmdDiff(c *cli, args []string) error {
 	}
 	defer s.Close()
 	t := newTable(c.out, "KEY", "BEFORE", "VALUE", "AFTER", "VALUE")
+	defer t.flush() // the rows before an error, too
 	for d, err := range s.Diff(prefix, from, to) {
 		if err != nil {
 			return err
@@ -336,9 +339,9 @@ func cmdChanges(c *cli, args []string) error {
 	}
 	ann := annotationsOf{s: s}
 	t := newTable(c.out, "REV", "TIME", "OP", "KEY", "EXPIRES AT", "VALUE", "ANNOTATIONS")
+	defer t.flush() // the rows before an error, too
 	for e, err := range s.Changes(prefix, from, to) {
 		if err != nil {
-			t.flush()
 			return err
 		}
 		if err := c.entryRow(t, e, &ann, true); err != nil {
