@@ -1,12 +1,14 @@
 package main
 
+import "strings"
+
 // command is one of the tool's commands: its usage, its flags, and what
 // it runs.
 type command struct {
 	name     string
 	args     string   // the synopsis after the name
 	need     []string // the required positional arguments' names, in order
-	min, max int      // how many positional arguments it takes
+	min, max int      // how many positional arguments it takes, at least and at most
 	flags    []string // its own flags (besides --dir, and --json if json): rev, at, from, to, digest
 	json     bool     // it takes --json
 	summary  string   // one line, for 'revkv --help'
@@ -130,6 +132,11 @@ the floor is REV, and reads below it are refused. REV below the floor,
 or after the latest revision, is exit status 1.`,
 		example: "revkv --dir data compact 100",
 	},
+}
+
+// synopsis is how the command is written: "revkv [--dir DIR] get KEY ...".
+func (cmd *command) synopsis() string {
+	return strings.TrimSpace("revkv [--dir DIR] " + cmd.name + " " + cmd.args)
 }
 
 // lookup returns the command called name, or nil.

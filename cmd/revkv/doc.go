@@ -25,7 +25,8 @@
 //
 //	info
 //	    The directory, the latest revision and its time, the floor, the
-//	    number of live keys, the digest, and every file with its size.
+//	    number of live keys, the digest ("-" for a store that keeps no hash
+//	    chain), and every file with its size.
 //	    e.g. revkv --dir data info
 //	get KEY [--rev N | --at TIME]
 //	    KEY's live entry (now, just after revision N, or at TIME) with its
@@ -42,9 +43,9 @@
 //	    each with its entry before and after, or "absent".
 //	    e.g. revkv --dir data diff 100 120 config/
 //	changes [PREFIX] [--from N] [--to N]
-//	    Every entry of the keys with PREFIX made in revisions N to N, in
-//	    revision order, with annotations (default: from the floor to the
-//	    latest revision).
+//	    Every entry of the keys with PREFIX made in the revisions from
+//	    --from to --to, in revision order, with annotations (default: from
+//	    the floor to the latest revision).
 //	    e.g. revkv --dir data changes config/ --from 100
 //	verify [--rev N --digest HEX]
 //	    Check the hash chain of every revision; print the latest revision,
@@ -63,7 +64,8 @@
 //	    Write a snapshot and delete the log it covers.
 //	    e.g. revkv --dir data checkpoint
 //	compact REV
-//	    Forget the history below REV: the floor becomes REV.
+//	    Forget the history below REV: the floor becomes REV. A REV below
+//	    the floor, or after the latest revision, is refused.
 //	    e.g. revkv --dir data compact 100
 //	help [COMMAND]
 //	    The tool's usage, or COMMAND's (also: --help, -h, COMMAND --help).
@@ -99,10 +101,11 @@
 // without key and op, or null where the key was absent. export writes
 // JSON lines whatever the flags.
 //
-// export, import and verify report their progress on stderr while it is a
-// terminal: one line, rewritten at most every 200 ms and erased at the end
-// (export only when stdout is not the terminal too). Errors are one line
-// on stderr, beginning "revkv: ".
+// Long runs report their progress on stderr while it is a terminal: every
+// command while it reads the directory (verify's whole run), export and
+// import while they write. It is one line, rewritten at most every 200 ms
+// and erased at the end (for export, only when stdout is not the terminal
+// too). Errors are one line on stderr, beginning "revkv: ".
 //
 // # Exit status
 //

@@ -91,9 +91,8 @@ func (helpShown) Error() string { return "help shown" }
 
 // fail prints err as the one line of an error: "revkv: " and a sentence.
 func (c *cli) fail(err error) {
-	msg := strings.TrimPrefix(err.Error(), "revkv: ")
-	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
-	fmt.Fprintf(c.stderr, "revkv: %s\n", msg)
+	msg := strings.TrimPrefix(strings.TrimSpace(err.Error()), "revkv: ")
+	fmt.Fprintf(c.stderr, "revkv: %s\n", strings.ReplaceAll(msg, "\n", "; "))
 }
 
 // dispatch parses the global flags, finds the command and runs it.
@@ -130,7 +129,7 @@ func (c *cli) dispatch(args []string) error {
 	if c.json && !cmd.json {
 		return usagef("%s: --json does not apply to it (see 'revkv %s --help')", name, name)
 	}
-	if n := len(pos); n < cmd.min || cmd.max >= 0 && n > cmd.max {
+	if n := len(pos); n < cmd.min || n > cmd.max {
 		return c.argCountError(cmd, pos)
 	}
 	if err := c.chooseDir(); err != nil {
@@ -217,7 +216,7 @@ func splitArgs(fs *flag.FlagSet, args []string) (flags, pos []string) {
 
 // argCountError says which argument is missing or extra.
 func (c *cli) argCountError(cmd *command, pos []string) error {
-	see := fmt.Sprintf("(usage: revkv %s %s)", cmd.name, cmd.args)
+	see := fmt.Sprintf("(usage: %s)", cmd.synopsis())
 	if len(pos) < cmd.min {
 		return usagef("%s: %s is missing %s", cmd.name, cmd.need[len(pos)], see)
 	}
@@ -283,7 +282,7 @@ Run 'revkv COMMAND --help' for a command's flags and an example.
 
 // commandUsage prints one command's usage, flags and example.
 func (c *cli) commandUsage(w io.Writer, cmd *command) {
-	fmt.Fprintf(w, "Usage: revkv [--dir DIR] %s %s\n\n%s\n", cmd.name, cmd.args, cmd.doc)
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", cmd.synopsis(), cmd.doc)
 	if cmd.json {
 		fmt.Fprintf(w, "\n  --json  %s\n", cmd.jsonDoc)
 	}
