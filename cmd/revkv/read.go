@@ -1,0 +1,352 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/revkv/revkv"
+)
+
+// The read commands: each opens the directory read-only.
+
+type jsonInfo struct {
+	Dir        string         `json:"dir"`
+	Rev        revkv.Revision `json:"rev"`
+	Time       string         `json:"time,omitempty"`
+	Floor      revkv.Revision `json:"floor"`
+	LiveKeys   int            `json:"live_keys"`
+	Digest     string         `json:"digest,omitempty"`
+	Files      []jsonFile     `json:"files"`
+	TotalBytes int64          `json:"total_bytes"`
+}
+
+type jsonFile struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Bytes int64  `json:"bytes"`
+}
+
+func cmdInfo(c *cli, _ []string) error {
+	s, err := c.openRead()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	abs, err := filepath.Abs(c.dir)
+	if err != nil {
+		return err
+	}
+	info := jsonInfo{Dir: abs, Rev: s.Rev(), Floor: s.Floor(), LiveKeys: liveKeys(s), Files: []jsonFile{}}
+	if info.Rev > 0 {
+		for e, err := range s.Changes("", info.Rev, info.Rev) {
+			if err != nil {
+				return err
+			}
+			info.Time = showTime(e.Time)
+		}
+	}
+	if info.Digest, err = digest(s); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(c.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() {
+			info.Files = append(info.Files, jsonFile{e.Name(), fileKind(e.Name()), fi.Size()})
+			info.TotalBytes += fi.Size()
+		}
+	}
+	if c.json {
+		return c.writeJSON(info)
+	}
+	dig := info.Digest
+	if dig == "" {
+		dig = "- (the store keeps no hash chain)"
+	}
+	err = fields(c.out, "directory", info.Dir, "revision", strconv.FormatInt(int64(info.Rev), 10),
+		"time", orDash(info.Time), "floor", strconv.FormatInt(int64(info.Floor), 10),
+		"live keys", strconv.Itoa(info.LiveKeys), "digest", dig,
+		"total bytes", strconv.FormatInt(info.TotalBytes, 10))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.out, "files")
+	width := len(strconv.FormatInt(info.TotalBytes, 10))
+	t := newTable(c.out)
+	for _, f := range info.Files {
+		t.row("  "+f.Name, f.Kind, fmt.Sprintf("%*d", width, f.Bytes))
+	}
+	return t.flush()
+}
+
+// liveKeys counts the live keys. (Store.Len on a store opened WithReadOnly
+// counts the keys whose TTL ran out but whose expiry is not written yet:
+// it reads them at the latest revision, not now.)
+func liveKeys(s *store) int {
+	n := 0
+	for range s.Scan("") {
+		n++
+	}
+	return n
+}
+
+func cmdGet(c *cli, args []string) error {
+	key := args[0]
+	rev, at, err := c.pointInTime()
+	if err != nil {
+		return err
+	}
+	s, err := c.openRead()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var e revkv.Entry[[]byte]
+	var ok bool
+	if rev == nil && at == nil {
+		if e, ok = s.GetEntry(key); !ok {
+			return absent(s, key)
+		}
+	} else {
+		v, err := view(s, rev, at)
+		if err != nil {
+			return err
+		}
+		e, ok = v.Entry(key)
+		v.Close()
+		if !ok {
+			return fmt.Errorf("key %s is not there %s", strconv.Quote(key), c.when(rev))
+		}
+	}
+	ann, err := annotations(s, e.Rev)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.writeJSON(entryJSON(e, ann))
+	}
+	return fields(c.out, "key", textWord(e.Key), "rev", strconv.FormatInt(int64(e.Rev), 10),
+		"op", e.Op.String(), "time", showTime(e.Time), "value", textValue(e.Value),
+		"expires at", orDash(showTime(e.ExpiresAt)), "annotations", orDash(textAnnotations(ann)))
+}
+
+// absent says why key has no live entry: never written, deleted, or
+// expired.
+func absent(s *store, key string) error {
+	q := strconv.Quote(key)
+	h := s.History(key)
+	if len(h) == 0 {
+		return fmt.Errorf("key %s not found", q)
+	}
+	switch last := h[len(h)-1]; {
+	case last.Op == revkv.OpDelete:
+		return fmt.Errorf("key %s was deleted at revision %d", q, last.Rev)
+	case last.Op == revkv.OpExpire:
+		return fmt.Errorf("key %s expired at %s (revision %d)", q, showTime(last.Time), last.Rev)
+	case !last.ExpiresAt.IsZero() && !last.ExpiresAt.After(time.Now()):
+		return fmt.Errorf("key %s expired at %s", q, showTime(last.ExpiresAt))
+	}
+	return fmt.Errorf("key %s not found", q)
+}
+
+func cmdHistory(c *cli, args []string) error {
+	key := args[0]
+	s, err := c.openRead()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	h := s.History(key)
+	if len(h) == 0 {
+		return fmt.Errorf("key %s has no history: never written, or compacted away", strconv.Quote(key))
+	}
+	ann := annotationsOf{s: s}
+	t := newTable(c.out, "REV", "TIME", "OP", "EXPIRES AT", "VALUE", "ANNOTATIONS")
+	defer t.flush() // the rows before an error, too
+	for _, e := range h {
+		if err := c.entryRow(t, e, &ann, false); err != nil {
+			return err
+		}
+	}
+	return t.flush()
+}
+
+// entryRow writes e, with its revision's annotations, as a line of JSON or
+// a row of t (with the key if withKey).
+func (c *cli) entryRow(t *table, e revkv.Entry[[]byte], ann *annotationsOf, withKey bool) error {
+	m, err := ann.get(e.Rev)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.writeJSON(entryJSON(e, m))
+	}
+	cells := []string{strconv.FormatInt(int64(e.Rev), 10), showTime(e.Time), e.Op.String()}
+	if withKey {
+		cells = append(cells, textWord(e.Key))
+	}
+	cells = append(cells, orDash(showTime(e.ExpiresAt)), entryValue(e), orDash(textAnnotations(m)))
+	return t.row(cells...)
+}
+
+func cmdScan(c *cli, args []string) error {
+	prefix := ""
+	if len(args) > 0 {
+		prefix = args[0]
+	}
+	rev, at, err := c.pointInTime()
+	if err != nil {
+		return err
+	}
+	s, err := c.openRead()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	scan, entry := s.Scan(prefix), s.GetEntry
+	if rev != nil || at != nil {
+		v, err := view(s, rev, at)
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		scan, entry = v.Scan(prefix), v.Entry
+	}
+	t := newTable(c.out, "KEY", "REV", "TIME", "EXPIRES AT", "VALUE")
+	defer t.flush() // the rows before an error, too
+	for key := range scan {
+		e, ok := entry(key)
+		if !ok {
+			continue // expired since the scan began
+		}
+		if c.json {
+			err = c.writeJSON(entryJSON(e, nil))
+		} else {
+			err = t.row(textWord(key), strconv.FormatInt(int64(e.Rev), 10), showTime(e.Time),
+				orDash(showTime(e.ExpiresAt)), textValue(e.Value))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return t.flush()
+}
+
+type jsonDiff struct {
+	Key       *string    `json:"key,omitempty"`
+	KeyBase64 string     `json:"key_base64,omitempty"`
+	Before    *jsonEntry `json:"before"`
+	After     *jsonEntry `json:"after"`
+}
+
+func cmdDiff(c *cli, args []string) error {
+	from, err := parseRev("FROM", args[0])
+	if err != nil {
+		return err
+	}
+	to, err := parseRev("TO", args[1])
+	if err != nil {
+		return err
+	}
+	prefix := ""
+	if len(args) > 2 {
+		prefix = args[2]
+	}
+	if from > to {
+		return fmt.Errorf("diff: FROM (%d) is after TO (%d)", from, to)
+	}
+	s, err := c.openRead()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	t := newTable(c.out, "KEY", "BEFORE", "VALUE", "AFTER", "VALUE")
+	defer t.flush() // the rows before an error, too
+	for d, err := range s.Diff(prefix, from, to) {
+		if err != nil {
+			return err
+		}
+		if c.json {
+			j := jsonDiff{Before: diffSide(d.Before), After: diffSide(d.After)}
+			j.Key, j.KeyBase64 = keyJSON(d.Key)
+			err = c.writeJSON(j)
+		} else {
+			br, bv := diffCells(d.Before)
+			ar, av := diffCells(d.After)
+			err = t.row(textWord(d.Key), br, bv, ar, av)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return t.flush()
+}
+
+// diffSide is one side of a KeyDiff in JSON: nil (null) when absent.
+func diffSide(e revkv.Entry[[]byte]) *jsonEntry {
+	if e.Rev == 0 {
+		return nil
+	}
+	j := versionJSON(e)
+	return &j
+}
+
+// diffCells is one side of a KeyDiff in a table: its revision and value,
+// or "absent".
+func diffCells(e revkv.Entry[[]byte]) (rev, value string) {
+	if e.Rev == 0 {
+		return "absent", "-"
+	}
+	return strconv.FormatInt(int64(e.Rev), 10), textValue(e.Value)
+}
+
+func cmdChanges(c *cli, args []string) error {
+	prefix := ""
+	if len(args) > 0 {
+		prefix = args[0]
+	}
+	var from, to revkv.Revision
+	var err error
+	if c.set["from"] {
+		if from, err = parseRev("--from", c.from); err != nil {
+			return err
+		}
+	}
+	if c.set["to"] {
+		if to, err = parseRev("--to", c.to); err != nil {
+			return err
+		}
+	}
+	s, err := c.openRead()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if !c.set["from"] {
+		from = max(s.Floor(), 1)
+	}
+	if !c.set["to"] {
+		to = s.Rev()
+	}
+	ann := annotationsOf{s: s}
+	t := newTable(c.out, "REV", "TIME", "OP", "KEY", "EXPIRES AT", "VALUE", "ANNOTATIONS")
+	defer t.flush() // the rows before an error, too
+	for e, err := range s.Changes(prefix, from, to) {
+		if err != nil {
+			return err
+		}
+		if err := c.entryRow(t, e, &ann, true); err != nil {
+			return err
+		}
+	}
+	return t.flush()
+}
