@@ -58,7 +58,7 @@ func (s *state[V]) export(w io.Writer, prefix string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	hb, _ := json.Marshal(hd)
 	bw.Write(append(hb, '\n'))
-	ex := exporter[V]{s: s, w: bw, prefix: prefix, prevRev: -1}
+	ex := exporter[V]{s: s, w: bw, prefix: prefix} // prevRev 0: D(0) is known
 	d.chainMu.Lock()
 	ex.digests = d.chain.Frozen()
 	d.chainMu.Unlock()
@@ -124,7 +124,7 @@ type exporter[V any] struct {
 	w       *bufio.Writer
 	prefix  string
 	digests *chain.Seq
-	prevRev int64 // the revision of the line before; -1 before the first
+	prevRev int64 // the revision of the line before; 0 before the first
 	l       lineOut
 	buf     []byte // the value's bytes
 	out     []byte // the line

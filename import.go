@@ -201,7 +201,7 @@ func (im *importer) add(l *exportLine) error {
 			return err
 		}
 	}
-	if im.prevRev != r-1 && r > 1 {
+	if im.prevRev != r-1 || len(im.digests) == 0 { // D(0) too: revision 1 is checked against it
 		im.digests = append(im.digests, revDigest{r - 1, prev})
 	}
 	im.digests = append(im.digests, revDigest{r, d})
