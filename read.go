@@ -1,6 +1,7 @@
 package revkv
 
 import (
+	"errors"
 	"iter"
 	"time"
 
@@ -116,9 +117,10 @@ func (s *state[V]) liveEntry(key string) (revlog.Entry[V], time.Time, bool) {
 // Len returns the number of live keys. O(log n + keys expired but not yet
 // materialised); it takes the write lock briefly.
 func (s *Store[V]) Len() int {
-	if s.dur.err() != nil {
+	if err := s.dur.err(); err != nil && !errors.Is(err, ErrReadOnly) {
 		// The failed drain's writes are in memory but were never published:
-		// count what readers see.
+		// count what readers see. (A read-only store's writes were not
+		// stopped by a failure: its counts are whole.)
 		v, err := s.At(s.Rev())
 		if err != nil {
 			return 0

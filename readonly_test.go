@@ -88,3 +88,23 @@ func TestReadOnly(t *testing.T) {
 	defer w.Close()
 	require.Equal(t, want, snapshotOf(t, w))
 }
+
+// TestReadOnlyLen: Len on a read-only store counts what Get finds live,
+// as on a writable one: a key whose TTL ran out is not live, though no
+// write has put its expiry in the log.
+func TestReadOnlyLen(t *testing.T) {
+	dir := t.TempDir()
+	clock := newClock(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC))
+	s := openStr(t, dir, revkv.WithClock(clock.Now))
+	_, err := s.PutTTL("session", "x", time.Second)
+	require.NoError(t, err)
+	_, err = s.Put("config", "y")
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	clock.Add(time.Hour)
+	ro := openStr(t, dir, revkv.WithClock(clock.Now), revkv.WithReadOnly())
+	defer ro.Close()
+	_, live := ro.Get("session")
+	require.False(t, live)
+	require.Equal(t, 1, ro.Len())
+}
