@@ -30,6 +30,7 @@ func FuzzServer(f *testing.F) {
 		"MULTI\r\nSET a 1\r\nKEYS *\r\nEXEC\r\nWATCH a\r\nMULTI\r\nDISCARD\r\n",
 		"EXPIRE a 9223372036854775807 GT\r\nPEXPIREAT a -1\r\nSCAN 0 MATCH [a-\\\r\n",
 		"REVKV.HISTORY a COUNT 1\r\nREVKV.CHANGES \"\" 0 99\r\nREVKV.COMPACT 1\r\nREVKV.WATCH a 1\r\n",
+		"MULTI\r\nREVKV.ANNOTATE who a\r\nSET a 1\r\nEXEC\r\nREVKV.ANNOTATE x y\r\nREVKV.DIGEST\r\nREVKV.DIGEST 1 2\r\nREVKV.HISTORY a\r\n",
 		"\"unbalanced\r\n",
 		"*1\r\n$99999999999\r\n",
 		"*2\r\n$3\r\nGET\r\n$-1\r\n",

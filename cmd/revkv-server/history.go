@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +24,8 @@ func init() {
 		&command{name: "revkv.diff", arity: -3, conn: cmdDiff},
 		&command{name: "revkv.compact", arity: 2, conn: cmdCompact},
 		&command{name: "revkv.watch", arity: 3, conn: cmdWatchPrefix},
+		&command{name: "revkv.digest", arity: -1, conn: cmdDigest},
+		&command{name: "revkv.annotate", arity: 3, conn: cmdAnnotateAlone, write: cmdAnnotate},
 	)
 }
 
@@ -93,6 +97,11 @@ func entry(c *client, e revkv.Entry[[]byte], withKey bool) {
 		n = 6
 	}
 	c.w.Array(n)
+	entryFields(c, e, withKey)
+}
+
+// entryFields writes the elements of entry's array.
+func entryFields(c *client, e revkv.Entry[[]byte], withKey bool) {
 	c.w.Int(int64(e.Rev))
 	c.w.BulkString(e.Op.String())
 	c.w.Int(e.Time.UnixMilli())
@@ -112,7 +121,9 @@ func entry(c *client, e revkv.Entry[[]byte], withKey bool) {
 }
 
 // cmdHistory: REVKV.HISTORY key [COUNT n] — the key's kept entries, oldest
-// first; with COUNT, the newest n of them.
+// first; with COUNT, the newest n of them. Each entry is as entry writes
+// it, and a sixth element: its revision's annotations, a flat array of
+// key, value pairs in key order (empty for a revision without any).
 func cmdHistory(s *server, c *client, a [][]byte) {
 	count := int64(-1)
 	if len(a) == 4 && strings.EqualFold(string(a[2]), "COUNT") {
@@ -130,7 +141,65 @@ func cmdHistory(s *server, c *client, a [][]byte) {
 	if count >= 0 && int64(len(es)) > count {
 		es = es[int64(len(es))-count:]
 	}
-	entries(c, es, false)
+	c.w.Array(len(es))
+	for _, e := range es {
+		notes, _ := s.store.Annotations(e.Rev) // kept: History has it
+		keys := make([]string, 0, len(notes))
+		for k := range notes {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		c.w.Array(6)
+		entryFields(c, e, false)
+		c.w.Array(2 * len(keys))
+		for _, k := range keys {
+			c.w.BulkString(k)
+			c.w.BulkString(notes[k])
+		}
+	}
+}
+
+// cmdDigest: REVKV.DIGEST [rev] — [revision, digest in hex] of the hash
+// chain at the latest revision, or at rev. A server without --dir keeps no
+// chain: an error.
+func cmdDigest(s *server, c *client, a [][]byte) {
+	if len(a) > 2 {
+		c.w.Error(errSyntax)
+		return
+	}
+	rev, d, err := s.store.Digest()
+	if err == nil && len(a) == 2 {
+		var ok bool
+		if rev, ok = revArg(c, a[1]); !ok {
+			return
+		}
+		d, err = s.store.DigestAt(rev)
+	}
+	if errors.Is(err, errors.ErrUnsupported) {
+		c.w.Error("ERR this server keeps no hash chain: start it with --dir")
+		return
+	}
+	if err != nil {
+		c.w.Error(historyError(err))
+		return
+	}
+	c.w.Array(2)
+	c.w.Int(int64(rev))
+	c.w.BulkString(hex.EncodeToString(d[:]))
+}
+
+// cmdAnnotate: REVKV.ANNOTATE key value, queued in a MULTI — the EXEC's
+// revisions carry the annotation (who, why, a ticket), as Txn.Annotate
+// does.
+func cmdAnnotate(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	tx.Annotate(string(a[1]), string(a[2]))
+	c.w.Simple("OK")
+}
+
+// cmdAnnotateAlone answers REVKV.ANNOTATE outside a MULTI, where there is no
+// write for it to annotate.
+func cmdAnnotateAlone(_ *server, c *client, _ [][]byte) {
+	c.w.Error("ERR REVKV.ANNOTATE annotates a transaction: use it between MULTI and EXEC")
 }
 
 // entries writes es as an array of entries.

@@ -22,9 +22,14 @@ import (
 // startServer runs a server on an in-memory store on 127.0.0.1:0 and
 // returns its address; it shuts down when the test ends.
 func startServer(t testing.TB, cfg config, opts ...revkv.Option) (*server, string) {
+	return startServerOn(t, cfg, revkv.New[[]byte](opts...))
+}
+
+// startServerOn is startServer on a store of the test's.
+func startServerOn(t testing.TB, cfg config, store *revkv.Store[[]byte]) (*server, string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := newServer(revkv.New[[]byte](opts...), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := newServer(store, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	s.addr = ln.Addr()
 	done := make(chan error, 1)
 	go func() { done <- s.serve(ln) }()
