@@ -145,6 +145,24 @@
 // about d of their time. Each wake-up of a watch costs O(keys under its
 // prefix).
 //
+// # Audit
+//
+// An Update's Txn.Annotate attaches who and why (any keys and values) to
+// the revisions it commits; Annotations(rev) answers them as long as the
+// revision keeps its entry. Diff(prefix, from, to) lists the keys whose
+// value changed between two revisions, at a cost that follows the
+// changes. A store on a directory keeps a SHA-256 hash chain over its
+// revisions, D(r) = SHA-256(D(r-1) || enc(r)), with enc, and a worked
+// example, defined in package chain so that anyone can recompute it:
+// every batch record carries its digest, Open checks the chain of what it
+// reads (damage is ErrCorrupt naming the revision), checkpoints keep it
+// across compaction, and Digest and DigestAt answer it. Keep Digest's
+// answer somewhere else, and later check the directory against it
+// (DigestAt, or the offline tool's verify --rev N --digest HEX): a
+// history rewritten since gives another digest. Export and Import move a
+// directory's whole history, chain included, as JSON lines. cmd/revkv is
+// the offline tool for a directory.
+//
 // # The contract
 //
 // docs/contract.md, in the repository, states every promise section by

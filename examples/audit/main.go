@@ -1,6 +1,8 @@
 // Audit asks a config store the questions an auditor asks after an incident:
 // what was this value at a given time, what did everything under a prefix
-// look like then, and what changed between two revisions.
+// look like then, what changed between two revisions, who changed it and
+// why, and (on a directory) whether the history is the one that was
+// written, against a digest kept elsewhere.
 //
 //	go run ./examples/audit                # in memory
 //	go run ./examples/audit -dir trail     # on a directory: run it twice
@@ -13,9 +15,7 @@ package main
 import (
 	"flag"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/revkv/revkv"
@@ -43,25 +43,29 @@ func main() {
 	}
 
 	// A day of changes to a config store.
+	// Each change is an Update annotated with who made it and why.
 	changes := []struct {
-		at         string
-		key, value string // value "" deletes
+		at, who, why string
+		key, value   string
 	}{
-		{"09:00", "config/db/pool", "20"},
-		{"09:00", "config/limits/api", "100"},
-		{"09:05", "config/limits/batch", "10"},
-		{"11:30", "config/feature/new-checkout", "off"},
-		{"13:58", "config/limits/api", "500"}, // someone raises the limit
-		{"14:01", "config/db/pool", "5"},      // and shrinks the pool
-		{"14:20", "config/feature/new-checkout", "on"},
+		{"09:00", "ops-bot", "initial config", "config/db/pool", "20"},
+		{"09:00", "ops-bot", "initial config", "config/limits/api", "100"},
+		{"09:05", "ops-bot", "initial config", "config/limits/batch", "10"},
+		{"11:30", "maria", "CHK-12: ship dark", "config/feature/new-checkout", "off"},
+		{"13:58", "sam", "INC-7: partner traffic spike", "config/limits/api", "500"},
+		{"14:01", "sam", "INC-7: db load", "config/db/pool", "5"},
+		{"14:20", "maria", "CHK-12: launch", "config/feature/new-checkout", "on"},
 	}
 	for _, c := range changes {
 		hm, _ := time.Parse("15:04", c.at)
 		now = day.Add(time.Duration(hm.Hour())*time.Hour + time.Duration(hm.Minute())*time.Minute)
-		if c.value == "" {
-			s.Delete(c.key)
-		} else {
-			s.Put(c.key, c.value)
+		_, err := s.Update(func(tx *revkv.Txn[string]) error {
+			tx.Annotate("who", c.who)
+			tx.Annotate("why", c.why)
+			return tx.Put(c.key, c.value)
+		})
+		if err != nil {
+			panic(err)
 		}
 	}
 	at := func(hhmm string) time.Time {
@@ -71,6 +75,8 @@ func main() {
 	// 15:10: the rollback puts both keys back in one atomic step.
 	now = at("15:10")
 	_, err := s.Update(func(tx *revkv.Txn[string]) error {
+		tx.Annotate("who", "lee")
+		tx.Annotate("why", "INC-7: roll back")
 		if err := tx.Put("config/limits/api", "100"); err != nil {
 			return err
 		}
@@ -118,9 +124,10 @@ func answer(s *revkv.Store[string], day time.Time) {
 	diff(s, before.Rev(), incident, "config/")
 	before.Close()
 
-	fmt.Println("\nQ4. The full record of config/limits/api, with revisions and times:")
+	fmt.Println("\nQ4. Who changed config/limits/api, when, and why?")
 	for _, e := range s.History("config/limits/api") {
-		fmt.Printf("    revision %2d  %s  %-6s %s\n", e.Rev, e.Time.Format("15:04"), e.Op, e.Value)
+		notes, _ := s.Annotations(e.Rev)
+		fmt.Printf("    revision %2d  %s  %-6s %-4s by %-7s %s\n", e.Rev, e.Time.Format("15:04"), e.Op, e.Value, notes["who"], notes["why"])
 	}
 
 	fmt.Println("\nQ5. Was the rollback ever seen half done? Every view by time, minute by minute:")
@@ -135,41 +142,31 @@ func answer(s *revkv.Store[string], day time.Time) {
 		v.Close()
 	}
 	fmt.Printf("    (the rollback took revisions %d and %d at one time: a view by time sees both or neither)\n", rollback-1, rollback)
+
+	fmt.Println("\nQ6. Is this the history that was written? The hash chain's digest:")
+	rev, d, err := s.Digest()
+	if err != nil { // New's store keeps no chain
+		fmt.Printf("    %v\n", err)
+		return
+	}
+	fmt.Printf("    revision %d: %x\n", rev, d)
+	fmt.Println("    (kept elsewhere, it checks the directory later: revkv verify --rev N --digest HEX)")
 }
 
 // diff prints every key under prefix whose value differs between revisions
-// from and to, using two views, and the entries that made the difference.
+// from and to (Diff), and the entries that made the difference.
 func diff(s *revkv.Store[string], from, to revkv.Revision, prefix string) {
-	a, err := s.At(from)
-	if err != nil {
-		panic(err)
-	}
-	defer a.Close()
-	b, err := s.At(to)
-	if err != nil {
-		panic(err)
-	}
-	defer b.Close()
-	old, cur := maps.Collect(a.Scan(prefix)), maps.Collect(b.Scan(prefix))
-	keys := slices.Sorted(maps.Keys(old))
-	for k := range cur {
-		if _, ok := old[k]; !ok {
-			keys = append(keys, k)
+	for d, err := range s.Diff(prefix, from, to) {
+		if err != nil {
+			panic(err)
 		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		was, had := old[k]
-		is, has := cur[k]
 		switch {
-		case had && !has:
-			fmt.Printf("    %-30s %s → (deleted)\n", k, was)
-		case !had && has:
-			fmt.Printf("    %-30s (new) → %s\n", k, is)
-		case was != is:
-			fmt.Printf("    %-30s %s → %s\n", k, was, is)
+		case d.After.Rev == 0:
+			fmt.Printf("    %-30s %s → (deleted)\n", d.Key, d.Before.Value)
+		case d.Before.Rev == 0:
+			fmt.Printf("    %-30s (new) → %s\n", d.Key, d.After.Value)
 		default:
-			continue
+			fmt.Printf("    %-30s %s → %s\n", d.Key, d.Before.Value, d.After.Value)
 		}
 	}
 	// Every change in between, in order: Changes merges the keys' histories.
