@@ -80,7 +80,9 @@ func hashBatch(h *chain.Hasher, link *chain.Rev, prev chain.Digest, b wal.Batch,
 // forget lets the chain go of the digests below floor-1 that no kept
 // entry needs: those of the revisions whose entries are gone, found
 // through Diff's index of each revision's key, which a store on a
-// directory always keeps (s.revs).
+// directory always keeps (s.revs). A compaction publishes its floor
+// before it walks the keys, so the entries it is about to drop are still
+// kept here: swept lets their digests go after the walk.
 func (d *disk[V]) forget(s *state[V], floor int64) {
 	if d.chain == nil || s.revs == nil {
 		return
@@ -90,11 +92,22 @@ func (d *disk[V]) forget(s *state[V], floor int64) {
 		if r < rk.base || r >= rk.base+int64(len(rk.kls)) {
 			return false
 		}
-		kl := rk.at(r)
-		return kl != nil && kept(kl, r)
+		return kept(rk.at(r), r)
 	}
 	d.chainMu.Lock()
 	d.chain.Forget(floor, keptAt)
+	d.chainMu.Unlock()
+}
+
+// swept lets go of the older digests no kept entry needs any more, after
+// a compaction's or a trim's walk over every key. O(keys).
+func (d *disk[V]) swept(s *state[V]) {
+	d.chainMu.Lock()
+	base := d.chain.Base()
+	d.chainMu.Unlock()
+	need := olderNeeded(s.tree, base)
+	d.chainMu.Lock()
+	d.chain.KeepOld(func(r int64) bool { return need[r] || r >= base })
 	d.chainMu.Unlock()
 }
 
@@ -121,10 +134,12 @@ func writeChain[V any](w *wal.SnapshotWriter, digests *chain.Seq, notes []noteSp
 		if sp.last() > h || !sp.anyKept() {
 			continue
 		}
-		n.First, n.N, n.Notes = sp.first, int64(len(sp.kls)), sp.kv
-		p = wal.AppendNotes(p[:0], &n)
-		if err := w.Add(wal.KindNotes, p); err != nil {
-			return err
+		for first, last := sp.first, sp.last(); first <= last; first += wal.MaxNoteSpan {
+			n.First, n.N, n.Notes = first, min(wal.MaxNoteSpan, last-first+1), sp.kv
+			p = wal.AppendNotes(p[:0], &n)
+			if err := w.Add(wal.KindNotes, p); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

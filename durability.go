@@ -48,6 +48,9 @@ type durability[V any] interface {
 	// forget lets the hash chain go of the digests below the new floor
 	// that no kept entry needs (publishFloorLocked).
 	forget(s *state[V], floor int64)
+	// swept follows a walk of Compact or Trim over every key, under the
+	// write lock: what forget kept for the entries it dropped can go.
+	swept(s *state[V])
 	// upkept makes the compactions and trims logged so far durable, where
 	// the sync mode says writes are durable when they return.
 	upkept() error
@@ -90,6 +93,7 @@ func (memory[V]) pending(string) *keyLog[V]                             { return
 func (memory[V]) trimmed(*state[V], *keyLog[V], bool, bool)             {}
 func (memory[V]) compacted(*state[V], int64, time.Time)                 {}
 func (memory[V]) forget(*state[V], int64)                               {}
+func (memory[V]) swept(*state[V])                                       {}
 func (memory[V]) upkept() error                                         { return nil }
 func (memory[V]) err() error                                            { return nil }
 func (memory[V]) sync() error                                           { return nil }

@@ -96,6 +96,7 @@ type disk[V any] struct {
 	hasher  chain.Hasher // guarded by state.mu
 	link    chain.Rev    // guarded by state.mu: the revision being hashed
 	chained wal.Chained  // guarded by state.mu: the batch record being made
+	settled []byte       // guarded by state.mu: settle's buffer
 }
 
 // Open returns a store whose state lives in dir (created if missing) and

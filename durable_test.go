@@ -188,7 +188,8 @@ func TestSnapshotChecked(t *testing.T) {
 	for want, err := range map[string]error{
 		"the time of revision 2 goes back":                  open(wal.State{Last: 2, Base: 1, Times: []wal.Instant{{Sec: 10}, {Sec: 9, Nsec: 5}}, LastTime: wal.Instant{Sec: 9, Nsec: 5}}),
 		"the time of revision 1 has 1000000000 nanoseconds": open(wal.State{Last: 1, Base: 1, Times: []wal.Instant{{Sec: 10, Nsec: 1e9}}, LastTime: wal.Instant{Sec: 11}}),
-		"the time of revision 3 has -1 nanoseconds":         open(wal.State{Last: 3, Base: 2, Times: []wal.Instant{{Sec: 10}, {Sec: 10, Nsec: -1}}, LastTime: wal.Instant{Sec: 10}}),
+		"the time of revision 3 has -1 nanoseconds":         open(wal.State{Last: 3, Base: 2, TrimFloor: 2, Times: []wal.Instant{{Sec: 10}, {Sec: 10, Nsec: -1}}, LastTime: wal.Instant{Sec: 10}}),
+		"times from revision 2, above the floor 0":          open(wal.State{Last: 3, Base: 2, Times: []wal.Instant{{Sec: 10}, {Sec: 10}}, LastTime: wal.Instant{Sec: 10}}),
 		`key "a" twice`:     open(two, "a", "a"),
 		`key "a" after "b"`: open(two, "b", "a"),
 	} {

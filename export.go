@@ -3,13 +3,11 @@ package revkv
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/revlog"
@@ -58,7 +56,7 @@ func (s *state[V]) export(w io.Writer, prefix string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	hb, _ := json.Marshal(hd)
 	bw.Write(append(hb, '\n'))
-	ex := exporter[V]{s: s, w: bw, prefix: prefix} // prevRev 0: D(0) is known
+	ex := exporter[V]{s: s, w: bw, prefix: prefix, prevHad: true} // prevRev 0: D(0) is known
 	d.chainMu.Lock()
 	ex.digests = d.chain.Frozen()
 	d.chainMu.Unlock()
@@ -125,6 +123,7 @@ type exporter[V any] struct {
 	prefix  string
 	digests *chain.Seq
 	prevRev int64 // the revision of the line before; 0 before the first
+	prevHad bool  // whether that line had its digest
 	l       lineOut
 	buf     []byte // the value's bytes
 	out     []byte // the line
@@ -141,11 +140,15 @@ func (ex *exporter[V]) line(r int64, kl *keyLog[V], i int) error {
 	l := &ex.l
 	*l = lineOut{rev: r}
 	d, ok := ex.digests.At(r)
-	if !ok {
+	switch {
+	case !ok && i >= 0:
 		return fmt.Errorf("revision %d: no digest", r)
+	case !ok && ex.prefix == "":
+		// Only in a directory from before the chain: a revision before
+		// its first snapshot whose entry is gone.
 	}
-	l.digest = d
-	if r-1 != ex.prevRev {
+	l.digest, l.hasDigest = d, ok
+	if r-1 != ex.prevRev || !ex.prevHad {
 		if p, ok := ex.digests.At(r - 1); ok {
 			l.prev = &p
 		}
@@ -167,16 +170,11 @@ func (ex *exporter[V]) line(r int64, kl *keyLog[V], i int) error {
 		s.notes.mu.RLock()
 		l.notes = s.notes.notesOf(r)
 		s.notes.mu.RUnlock()
-		for _, n := range l.notes {
-			if !utf8.ValidString(n) {
-				return fmt.Errorf("revision %d: an annotation that is not UTF-8: %w", r, errors.ErrUnsupported)
-			}
-		}
 		if i == 0 {
 			l.trimmed, l.dropped = kl.log.Lo() > 0, kl.log.Dropped()
 		}
 	}
-	ex.prevRev = r
+	ex.prevRev, ex.prevHad = r, ok
 	ex.out = appendLine(ex.out[:0], l)
 	_, err := ex.w.Write(ex.out)
 	ex.n++

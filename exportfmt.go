@@ -57,10 +57,13 @@ type exportLine struct {
 	ValueBase64 *string           `json:"value_base64,omitempty"`
 	ExpiresAt   string            `json:"expires_at,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
-	Trimmed     bool              `json:"trimmed,omitempty"`
-	Dropped     int64             `json:"dropped,omitempty"`
-	Prev        string            `json:"prev,omitempty"`
-	Digest      string            `json:"digest"`
+	// AnnotationsB64 stands for Annotations, keys and values in base64,
+	// when one of them is not UTF-8.
+	AnnotationsB64 map[string]string `json:"annotations_base64,omitempty"`
+	Trimmed        bool              `json:"trimmed,omitempty"`
+	Dropped        int64             `json:"dropped,omitempty"`
+	Prev           string            `json:"prev,omitempty"`
+	Digest         string            `json:"digest,omitempty"`
 }
 
 var opNames = [...]string{OpPut: "put", OpDelete: "delete", OpExpire: "expire"}
@@ -81,6 +84,7 @@ type lineOut struct {
 	dropped    int64
 	prev       *chain.Digest
 	digest     chain.Digest
+	hasDigest  bool
 	zoneName   string
 	zoneOffset int
 }
@@ -94,9 +98,11 @@ func appendLine(b []byte, l *lineOut) []byte {
 		b = append(b, `,"time":"`...)
 		b = l.t.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
-		if loc := l.t.Location(); loc != time.UTC {
+		// A zone named UTC at offset 0 is UTC: a reopened store reads it
+		// as time.UTC, and so does an import.
+		if name, off := l.t.Zone(); l.t.Location() != time.UTC && (name != "UTC" || off != 0) {
 			b = append(b, `,"zone":`...)
-			b = appendJSONString(b, loc.String())
+			b = appendJSONString(b, l.t.Location().String())
 		}
 	}
 	if l.entry {
@@ -127,14 +133,29 @@ func appendLine(b []byte, l *lineOut) []byte {
 			b = append(b, '"')
 		}
 		if len(l.notes) > 0 {
-			b = append(b, `,"annotations":{`...)
-			for i := 0; i < len(l.notes); i += 2 {
-				if i > 0 {
+			text := true
+			for _, n := range l.notes {
+				text = text && utf8.ValidString(n)
+			}
+			if text {
+				b = append(b, `,"annotations":{`...)
+			} else {
+				b = append(b, `,"annotations_base64":{`...)
+			}
+			for i, n := range l.notes {
+				switch {
+				case i%2 == 1:
+					b = append(b, ':')
+				case i > 0:
 					b = append(b, ',')
 				}
-				b = appendJSONString(b, l.notes[i])
-				b = append(b, ':')
-				b = appendJSONString(b, l.notes[i+1])
+				if text {
+					b = appendJSONString(b, n)
+				} else {
+					b = append(b, '"')
+					b = base64.StdEncoding.AppendEncode(b, []byte(n))
+					b = append(b, '"')
+				}
 			}
 			b = append(b, '}')
 		}
@@ -151,13 +172,17 @@ func appendLine(b []byte, l *lineOut) []byte {
 		b = hex.AppendEncode(b, l.prev[:])
 		b = append(b, '"')
 	}
-	b = append(b, `,"digest":"`...)
-	b = hex.AppendEncode(b, l.digest[:])
-	return append(b, "\"}\n"...)
+	if l.hasDigest {
+		b = append(b, `,"digest":"`...)
+		b = hex.AppendEncode(b, l.digest[:])
+		b = append(b, '"')
+	}
+	return append(b, "}\n"...)
 }
 
-// appendJSONString appends s, valid UTF-8, quoted as encoding/json quotes
-// it (HTML characters escaped too).
+// appendJSONString appends s quoted as encoding/json quotes it (HTML
+// characters escaped too; a byte that is not UTF-8 becomes U+FFFD, as
+// there: the callers write only UTF-8 where it matters).
 func appendJSONString(b []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
 	b = append(b, '"')
@@ -187,6 +212,13 @@ func appendJSONString(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
 		if r == '\u2028' || r == '\u2029' {
 			b = append(b, s[start:i]...)
 			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])

@@ -38,7 +38,7 @@ func Import[V any](dir string, codec Codec[V], r io.Reader, opts ...Option) (Rev
 	case !existed && !errors.Is(err, errNotExist):
 		return fail(err)
 	}
-	im := importer{progress: o.progress}
+	im := importer{progress: o.progress, prevHas: true}
 	if err := im.read(r); err != nil {
 		return fail(err)
 	}
@@ -82,6 +82,7 @@ type importer struct {
 	notes    []wal.Notes // annotated runs of revisions
 	prevRev  int64       // the last line's revision
 	prevD    chain.Digest
+	prevHas  bool // whether the line before had its digest (D(0) is known)
 	line     int
 	hasher   chain.Hasher
 }
@@ -143,7 +144,7 @@ func (im *importer) header(b []byte) error {
 		return fmt.Errorf("not a revkv export of format 1 (%d)", h.Format)
 	case h.Prefix != "":
 		return fmt.Errorf("an export of the keys with prefix %q alone: it cannot be imported", h.Prefix)
-	case h.Rev < 0 || h.Rev > 0 && (h.Base < 1 || h.Base > h.Rev):
+	case h.Rev < 0 || h.Rev > 0 && (h.Base < 1 || h.Base > h.Rev || h.Base > max(h.Floor, 1)):
 		return fmt.Errorf("revision %d with times from %d", h.Rev, h.Base)
 	case h.CompactRev < 0 || h.CompactRev > h.Rev || h.TrimFloor < 0 || h.TrimFloor > h.Rev || h.Floor != max(h.CompactRev, h.TrimFloor):
 		return fmt.Errorf("floor %d of compaction %d and trims %d, at revision %d", h.Floor, h.CompactRev, h.TrimFloor, h.Rev)
@@ -173,14 +174,24 @@ func (im *importer) header(b []byte) error {
 // add checks one revision's line and adds it.
 func (im *importer) add(l *exportLine) error {
 	r := l.Rev
+	isEntry := l.Key != nil || l.KeyBase64 != nil
 	if r <= im.prevRev || r < 1 || r > im.head.Rev {
 		return fmt.Errorf("out of order (after %d, up to %d)", im.prevRev, im.head.Rev)
 	}
-	d, err := parseDigest(l.Digest)
-	if err != nil {
-		return err
+	var d chain.Digest
+	hasDigest := l.Digest != "" || isEntry
+	if hasDigest {
+		var err error
+		if d, err = parseDigest(l.Digest); err != nil {
+			return err
+		}
 	}
-	prev, err := im.prevOf(l)
+	if !isEntry && r > im.head.Floor {
+		// Every revision above the floor keeps its entry: a line without
+		// one there would cut the chain, and hide what it cut.
+		return fmt.Errorf("no entry, above the floor %d", im.head.Floor)
+	}
+	prev, err := im.prevOf(l, isEntry)
 	if err != nil {
 		return err
 	}
@@ -196,32 +207,38 @@ func (im *importer) add(l *exportLine) error {
 		}
 		im.state.Times = append(im.state.Times, instantOf(t))
 	}
-	if l.Key != nil || l.KeyBase64 != nil {
-		if err := im.entry(l, t, prev, d); err != nil {
+	if isEntry {
+		if err := im.entry(l, t, *prev, d); err != nil {
 			return err
 		}
 	}
-	if im.prevRev != r-1 || len(im.digests) == 0 { // D(0) too: revision 1 is checked against it
-		im.digests = append(im.digests, revDigest{r - 1, prev})
+	if prev != nil && (im.prevRev != r-1 || len(im.digests) == 0) { // D(0) too: revision 1 is checked against it
+		im.digests = append(im.digests, revDigest{r - 1, *prev})
 	}
-	im.digests = append(im.digests, revDigest{r, d})
-	im.prevRev, im.prevD = r, d
+	if hasDigest {
+		im.digests = append(im.digests, revDigest{r, d})
+	}
+	im.prevRev, im.prevD, im.prevHas = r, d, hasDigest
 	return nil
 }
 
-// prevOf returns D(rev-1) for l: the line before's, D(0), or l's prev.
-func (im *importer) prevOf(l *exportLine) (chain.Digest, error) {
+// prevOf returns D(rev-1) for l: the line before's, D(0), or l's prev;
+// nil if none is known, which only a line without an entry may be.
+func (im *importer) prevOf(l *exportLine, isEntry bool) (*chain.Digest, error) {
 	switch {
 	case l.Prev != "" && im.prevRev == l.Rev-1:
-		return chain.Digest{}, errors.New(`"prev" where the line before is the revision before`)
+		return nil, errors.New(`"prev" where the line before is the revision before`)
 	case l.Prev != "":
-		return parseDigest(l.Prev)
-	case im.prevRev == l.Rev-1:
-		return im.prevD, nil
+		d, err := parseDigest(l.Prev)
+		return &d, err
+	case im.prevRev == l.Rev-1 && im.prevHas:
+		return &im.prevD, nil
 	case l.Rev == 1:
-		return chain.Digest{}, nil
+		return &chain.Digest{}, nil
+	case !isEntry:
+		return nil, nil
 	}
-	return chain.Digest{}, fmt.Errorf(`no digest of revision %d: "prev" is missing`, l.Rev-1)
+	return nil, fmt.Errorf(`no digest of revision %d: "prev" is missing`, l.Rev-1)
 }
 
 // entry checks and adds the entry of l, whose digest is d and whose
@@ -266,6 +283,17 @@ func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) erro
 	for k, v := range l.Annotations {
 		notes = append(notes, k, v)
 	}
+	for k, v := range l.AnnotationsB64 {
+		bk, err1 := base64.StdEncoding.DecodeString(k)
+		bv, err2 := base64.StdEncoding.DecodeString(v)
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("annotations_base64: %w", err)
+		}
+		if l.Annotations != nil {
+			return errors.New("both annotations and annotations_base64")
+		}
+		notes = append(notes, string(bk), string(bv))
+	}
 	notes = sortedNotes(notes)
 	link := chain.Rev{}
 	x.Key = key
@@ -294,7 +322,7 @@ func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) erro
 func (im *importer) addNotes(rev int64, notes []string) {
 	if n := len(im.notes); n > 0 {
 		last := &im.notes[n-1]
-		if last.First+last.N == rev && slices.Equal(last.Notes, notes) {
+		if last.First+last.N == rev && last.N < wal.MaxNoteSpan && slices.Equal(last.Notes, notes) {
 			last.N++
 			return
 		}

@@ -42,6 +42,9 @@ func historyBase(t *testing.T, m vfs.FS, dir string, opts ...revkv.Option) {
 			_, err = s.Update(func(tx *revkv.Txn[string]) error {
 				tx.Annotate("who", fmt.Sprint("user", i%4))
 				tx.Annotate("why", "a \"quoted\" <reason>\n")
+				if i%12 == 1 {
+					tx.Annotate("bin\xff", "\x00\xfe") // not UTF-8: the export's base64 form
+				}
 				if err := tx.Put(k, "u"); err != nil {
 					return err
 				}
@@ -147,20 +150,22 @@ func TestImportRefuses(t *testing.T) {
 	lines := strings.SplitAfter(string(good), "\n")
 	mid := len(lines) / 2
 	for name, data := range map[string]string{
-		"empty":            "",
-		"no header":        strings.Join(lines[1:], ""),
-		"prefix":           string(exportOf(t, m, "/a", "k0")),
-		"cut short":        strings.Join(lines[:mid], ""),
-		"a value changed":  strings.Replace(string(good), `"value":"v`, `"value":"w`, 1),
-		"a time changed":   strings.Replace(string(good), `.7+01:00"`, `.700000001+01:00"`, 1),
-		"a note changed":   strings.Replace(string(good), `"who":"user1"`, `"who":"user5"`, 1),
-		"a line dropped":   strings.Join(append(append([]string{}, lines[:mid]...), lines[mid+1:]...), ""),
-		"lines swapped":    strings.Join(append(append(append([]string{}, lines[:mid]...), lines[mid+1], lines[mid]), lines[mid+2:]...), ""),
-		"not json":         lines[0] + "{\"rev\":\n",
-		"floor off":        strings.Replace(string(good), `"floor":`, `"floor":1`, 1),
-		"a digest changed": strings.Replace(string(good), `"digest":"`, `"digest":"0`, 1),
+		"empty":                 "",
+		"no header":             strings.Join(lines[1:], ""),
+		"prefix":                string(exportOf(t, m, "/a", "k0")),
+		"cut short":             strings.Join(lines[:mid], ""),
+		"a value changed":       strings.Replace(string(good), `"value":"v`, `"value":"w`, 1),
+		"a time changed":        strings.Replace(string(good), `.7+01:00"`, `.700000001+01:00"`, 1),
+		"a note changed":        strings.Replace(string(good), `"who":"user3"`, `"who":"user5"`, 1),
+		"a binary note changed": strings.Replace(string(good), `"Ymlu/w==":"`, `"Ymlu/g==":"`, 1),
+		"a line dropped":        strings.Join(append(append([]string{}, lines[:mid]...), lines[mid+1:]...), ""),
+		"lines swapped":         strings.Join(append(append(append([]string{}, lines[:mid]...), lines[mid+1], lines[mid]), lines[mid+2:]...), ""),
+		"not json":              lines[0] + "{\"rev\":\n",
+		"floor off":             strings.Replace(string(good), `"floor":`, `"floor":1`, 1),
+		"a digest changed":      strings.Replace(string(good), `"digest":"`, `"digest":"0`, 1),
 	} {
 		t.Run(name, func(t *testing.T) {
+			require.NotEqual(t, string(good), data, "the case changes nothing")
 			_, err := revkv.Import("/new", revkv.StringCodec(), strings.NewReader(data), revkv.WithFS(m))
 			require.Error(t, err)
 			_, lerr := m.List("/new")

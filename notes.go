@@ -145,12 +145,14 @@ func kept[V any](kl *keyLog[V], rev int64) bool {
 // rev, for a revision at or below the floor without annotations: every
 // revision above the floor keeps its entry, and below it the store does
 // not know which key made a revision, so it looks at every key's log
-// (O(keys); an audit call, not a hot one).
+// (O(keys); an audit call, not a hot one), on a copy of the tree, so that
+// writers do not wait for it.
 func (s *state[V]) keptAnywhere(rev int64) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	keys := s.tree.Clone()
+	s.mu.Unlock()
 	found := false
-	s.tree.Ascend(func(kl *keyLog[V]) bool {
+	keys.Ascend(func(kl *keyLog[V]) bool {
 		found = kept(kl, rev)
 		return !found
 	})
@@ -187,10 +189,12 @@ func (s *state[V]) forgetNotesLocked(floor int64) {
 }
 
 // sweepNotes lets go of every span none of whose revisions is kept, after
-// a compaction or trim pass.
+// a compaction or trim pass, and has durability do the same for the
+// chain's digests.
 func (s *state[V]) sweepNotes() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dur.swept(s)
 	n := &s.notes
 	if len(n.spans) == 0 {
 		return

@@ -1,6 +1,9 @@
 package revkv
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/revkv/revkv/chain"
@@ -32,6 +35,9 @@ func (d *disk[V]) record(s *state[V], cs []change[V], first int64, t time.Time) 
 			start := len(vals)
 			var err error
 			if vals, err = d.codec.Encode(vals, e.Value); err != nil {
+				return &codecError{err}
+			}
+			if vals, err = d.settle(&cs[i].e, vals, start); err != nil {
 				return &codecError{err}
 			}
 			x.Value = vals[start:len(vals):len(vals)]
@@ -174,4 +180,41 @@ func (r *keyRecorder[V]) record(codec Codec[V], zones *revlog.Zones, kl *keyLog[
 	}
 	r.p = wal.AppendKey(r.p[:0], &r.k)
 	return r.p, nil
+}
+
+// settle makes the value of e, whose bytes are vals[start:], the value a
+// reopen would decode from them, and the bytes ones that encode it again
+// to themselves, so that a checkpoint or an export, which encode the
+// values held, give the bytes the chain covers. StringCodec's bytes are
+// the value already; BytesCodec's value becomes a copy the caller can no
+// longer change under the store; any other codec's value is decoded, and
+// encoded again until it gives its own bytes back (once, for JSON's
+// values that do not survive a round trip, such as a string that is not
+// UTF-8), or the write fails.
+func (d *disk[V]) settle(e *revlog.Entry[V], vals []byte, start int) ([]byte, error) {
+	switch any(d.codec).(type) {
+	case stringCodec:
+		return vals, nil
+	case bytesCodec:
+		v, err := d.codec.Decode(vals[start:])
+		e.Value = v
+		return vals, err
+	}
+	for range 3 {
+		v, err := d.codec.Decode(vals[start:])
+		if err != nil {
+			return vals, fmt.Errorf("decoding what it encoded: %w", err)
+		}
+		again, err := d.codec.Encode(d.settled[:0], v)
+		if err != nil {
+			return vals, err
+		}
+		d.settled = again
+		if bytes.Equal(again, vals[start:]) {
+			e.Value = v
+			return vals, nil
+		}
+		vals = append(vals[:start], again...)
+	}
+	return vals, errors.New("the codec does not give back the bytes it decodes, so the hash chain cannot cover the value")
 }

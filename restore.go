@@ -178,7 +178,9 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 		panic(panicked)
 	}
 	if rerr == nil && failure == nil {
-		s.restoreChain(chainOf, notesOf, noted)
+		if err := s.restoreChain(chainOf, notesOf, noted); err != nil {
+			rerr = &wal.Corruption{File: name, Offset: size, Why: err.Error()}
+		}
 	}
 	d.snapBytes.Store(size)
 	if failure != nil { // before the reader's, which may be errStopped
@@ -250,6 +252,12 @@ func (ld *snapshotReader) state(p []byte) (*wal.State, error) {
 	}
 	if st.CompactRev < 0 || st.CompactRev > st.Last || st.TrimFloor < 0 || st.TrimFloor > st.Last {
 		return nil, fmt.Errorf("floors %d and %d above revision %d", st.CompactRev, st.TrimFloor, st.Last)
+	}
+	if floor := max(st.CompactRev, st.TrimFloor); st.Base > max(floor, 1) {
+		// A store keeps the times from its floor (or below) on: a state
+		// that says otherwise would have Open index revisions it has no
+		// record of.
+		return nil, fmt.Errorf("times from revision %d, above the floor %d", st.Base, floor)
 	}
 	for i, t := range st.Times {
 		if t.Nsec < 0 || t.Nsec > 999_999_999 {

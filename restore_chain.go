@@ -1,11 +1,14 @@
 package revkv
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/revkv/revkv/chain"
+	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/wal"
 )
 
@@ -116,7 +119,13 @@ func (b *snapshotBuilder[V]) check(r *restoredKey[V], x *wal.Entry) error {
 // restoreChain takes a loaded snapshot's digests and annotations. Each
 // annotated revision's key is the one whose entries hold it: restoreKeys
 // found them.
-func (s *state[V]) restoreChain(digests *chain.Seq, notes []wal.Notes, noted []notedRev[V]) {
+func (s *state[V]) restoreChain(digests *chain.Seq, notes []wal.Notes, noted []notedRev[V]) error {
+	if digests == nil { // a snapshot from before the chain
+		var err error
+		if digests, err = s.genesis(); err != nil {
+			return err
+		}
+	}
 	s.disk.chain = digests
 	for _, n := range notes {
 		s.notes.spans = append(s.notes.spans, noteSpan[V]{first: n.First, kls: make([]*keyLog[V], n.N), kv: n.Notes})
@@ -126,6 +135,58 @@ func (s *state[V]) restoreChain(digests *chain.Seq, notes []wal.Notes, noted []n
 			sp.kls[n.rev-sp.first] = n.kl
 		}
 	}
+	return nil
+}
+
+// genesis starts the chain of a store whose snapshot was written before
+// the chain began: its kept entries, in revision order, each linked to the
+// one kept before it (the first to D = 0, the zero digest), as if the
+// revisions between had not been; the snapshot's revision links to the
+// last of them. From there the chain goes on as for any store: so the
+// digests of a directory upgraded from an older revkv are its own, and a
+// revision before its first snapshot whose entry is gone has none.
+func (s *state[V]) genesis() (*chain.Seq, error) {
+	type ref struct {
+		kl *keyLog[V]
+		i  int
+	}
+	var refs []ref
+	s.tree.Ascend(func(kl *keyLog[V]) bool {
+		for i := range kl.log.Entries() {
+			refs = append(refs, ref{kl, i})
+		}
+		return true
+	})
+	at := s.order.Last().Rev
+	slices.SortFunc(refs, func(a, b ref) int { return cmp.Compare(a.kl.log.Entries()[a.i].Rev, b.kl.log.Entries()[b.i].Rev) })
+	var (
+		h    chain.Hasher
+		x    wal.Entry
+		link chain.Rev
+		prev chain.Digest
+		val  []byte
+		old  []revDigest
+	)
+	for _, r := range refs {
+		e := &r.kl.log.Entries()[r.i]
+		logEntry(&x, r.kl.key, e, e.Time(&s.zones))
+		if e.Op == revlog.Put {
+			var err error
+			if val, err = s.disk.codec.Encode(val[:0], e.Value); err != nil {
+				return nil, fmt.Errorf("revision %d: encoding the value: %w", e.Rev, err)
+			}
+			x.Value = val
+		}
+		linkOf(&link, &x, nil)
+		old = append(old, revDigest{e.Rev - 1, prev})
+		prev = h.Next(prev, &link)
+		old = append(old, revDigest{e.Rev, prev})
+	}
+	seq := chain.NewSeq(at, prev)
+	for _, o := range old {
+		seq.AddOld(o.rev, o.d)
+	}
+	return seq, nil
 }
 
 // notedRev is an annotated revision of a snapshot and its key's log.

@@ -71,9 +71,9 @@ func (s *state[V]) updateLocked(fn func(tx *Txn[V]) error) (Revision, error) {
 	}
 	if len(b.notes) > 0 {
 		s.commitNotes = sortedNotes(b.notes)
+		defer func() { s.commitNotes = nil }() // also if the codec panics
 	}
 	rev, err := s.commitLocked(b.changes, now)
-	s.commitNotes = nil
 	if err != nil {
 		return 0, &OpError{Op: "update", Err: err, keyless: true}
 	}

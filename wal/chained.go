@@ -108,7 +108,7 @@ func DecodeDigests(p []byte) (Digests, error) {
 	d := dec{b: p}
 	g := Digests{First: d.varint()}
 	n := d.uvarint()
-	if d.err == nil && n*32 != uint64(len(d.b)) {
+	if d.err == nil && (n > uint64(len(d.b))/32 || n*32 != uint64(len(d.b))) {
 		return g, fmt.Errorf("%d digests in %d bytes", n, len(d.b))
 	}
 	if d.err == nil && g.First < 0 {
@@ -121,6 +121,10 @@ func DecodeDigests(p []byte) (Digests, error) {
 	d.b = nil
 	return g, d.err
 }
+
+// MaxNoteSpan is the most revisions one KindNotes record covers: a commit
+// of more is written as several.
+const MaxNoteSpan = 1 << 20
 
 // Notes is the payload of a KindNotes record: the annotations of the N
 // revisions First, First+1, ..., one commit's. (Which key each revision
@@ -147,7 +151,7 @@ func AppendNotes(dst []byte, n *Notes) []byte {
 func DecodeNotes(p []byte) (Notes, error) {
 	d := dec{b: p}
 	n := Notes{First: d.varint(), N: d.varint()}
-	if d.err == nil && (n.N < 1 || n.First > math.MaxInt64-n.N) {
+	if d.err == nil && (n.N < 1 || n.N > MaxNoteSpan || n.First > math.MaxInt64-n.N) {
 		return n, fmt.Errorf("annotations of %d revisions", n.N)
 	}
 	n.Notes = decodeNotes(&d, nil)
