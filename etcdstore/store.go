@@ -1,0 +1,143 @@
+package etcdstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/revkv/revkv"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Store is a revkv store whose state lives in an etcd cluster under a
+// prefix. Every method is safe for concurrent use, and any number of Store
+// values, in any number of processes, may open the same cluster and prefix:
+// they share one history.
+type Store[V any] struct {
+	cli   *clientv3.Client
+	kv    clientv3.KV // cli's, or a wrapper that counts round trips (tests)
+	l     layout
+	codec revkv.Codec[V]
+	opts  options
+	id    string // this Store's name among the pins: random
+
+	closed    atomic.Bool
+	stop      chan struct{} // closed by Close: the goroutines end
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	pinMu   sync.Mutex       // guards lease and pinCount
+	lease   clientv3.LeaseID // the lease the View pins live on: 0 until the first View
+	pinNext atomic.Int64     // numbers this store's pins
+}
+
+// Open returns the store under prefix on the cluster cli talks to. It reads
+// nothing but checks that the cluster answers (one read, within ctx); it
+// starts a goroutine only for WithExpiryInterval and WithTrimInterval. The
+// store does not own cli: Close leaves it open.
+//
+// A nil client or codec, a prefix holding a zero byte and a negative option
+// are errors, not panics.
+func Open[V any](ctx context.Context, cli *clientv3.Client, prefix string, codec revkv.Codec[V], opts ...Option) (*Store[V], error) {
+	switch {
+	case cli == nil:
+		return nil, errors.New("etcdstore: open: nil etcd client")
+	case codec == nil:
+		return nil, errors.New("etcdstore: open: nil codec")
+	case strings.Contains(prefix, "\x00"):
+		return nil, fmt.Errorf("etcdstore: open %q: %w", prefix, ErrInvalidPrefix)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	var idb [8]byte
+	_, _ = rand.Read(idb[:])
+	s := &Store[V]{
+		cli:   cli,
+		kv:    cli.KV,
+		l:     layout{root: prefix + "\x00"},
+		codec: codec,
+		opts:  o,
+		id:    hex.EncodeToString(idb[:]),
+		stop:  make(chan struct{}),
+	}
+	if o.wrapKV != nil {
+		s.kv = o.wrapKV(s.kv)
+	}
+	if _, err := s.kv.Get(ctx, s.l.head()); err != nil {
+		return nil, fmt.Errorf("etcdstore: open %q: %w", prefix, etcdErr(ctx, err))
+	}
+	s.start()
+	return s, nil
+}
+
+// Close stops the store's goroutines and waits for them; later writes,
+// Compact and Trim return revkv.ErrClosed, PurgeExpired 0. Reads still
+// answer. It does not close the client. A second call returns nil.
+func (s *Store[V]) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		close(s.stop)
+		s.wg.Wait()
+		s.pinMu.Lock()
+		lease := s.lease
+		s.pinMu.Unlock()
+		if lease != 0 {
+			// Views still open lose their pins here; a View is not to be
+			// used after its store's Close for pinning, only for reads.
+			ctx, cancel := context.WithTimeout(context.Background(), leaseTTL)
+			_, _ = s.cli.Revoke(ctx, lease)
+			cancel()
+		}
+	})
+	return nil
+}
+
+// Rev returns the store's latest revision (0: nothing written yet).
+func (s *Store[V]) Rev(ctx context.Context) (revkv.Revision, error) {
+	h, _, err := s.readHead(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("revkv: rev: %w", err)
+	}
+	return revkv.Revision(h.seq), nil
+}
+
+// Floor returns the lowest revision at which a View can open: the highest of
+// the last compaction's revision and every trimmed key's oldest remaining
+// revision.
+func (s *Store[V]) Floor(ctx context.Context) (revkv.Revision, error) {
+	resp, err := s.kv.Get(ctx, s.l.floor())
+	if err != nil {
+		return 0, fmt.Errorf("revkv: floor: %w", etcdErr(ctx, err))
+	}
+	f, err := floorOf(resp.Kvs)
+	if err != nil {
+		return 0, fmt.Errorf("revkv: floor: %w", err)
+	}
+	return revkv.Revision(max(f.rev, f.trim)), nil
+}
+
+// readHead reads the head key: the last revision and its time.
+func (s *Store[V]) readHead(ctx context.Context) (headState, int64, error) {
+	resp, err := s.kv.Get(ctx, s.l.head())
+	if err != nil {
+		return headState{}, 0, etcdErr(ctx, err)
+	}
+	h, err := headOf(resp.Kvs)
+	return h, resp.Header.Revision, err
+}
+
+// now is the time of a read or write: the later of the clock and the last
+// revision's time.
+func (s *Store[V]) now(h headState) int64 {
+	return max(s.opts.clock().UnixNano(), h.time)
+}

@@ -1,0 +1,226 @@
+package etcdstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/revkv/revkv"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Upkeep shrinks revkv's history, never etcd's: Compact, WithRetention and
+// WithMaxHistory delete history keys under the prefix; etcd's own
+// compaction only drops etcd's old versions of keys, which no revkv read
+// uses. Deleting is done in steps (a page of keys at a time), each safe on
+// its own: reads are decided by the floor key, written first, and by a
+// trimmed key's marker, written with the deletion it describes.
+
+// Compact makes every read below rev (below rev's time) answer
+// revkv.ErrCompacted, for every key, and deletes the history those reads
+// needed, keeping what open Views (of any store) still need. rev above the
+// latest revision: revkv.ErrFutureRevision; at or below the last
+// compaction: nothing to do.
+func (s *Store[V]) Compact(ctx context.Context, rev revkv.Revision) error {
+	if s.closed.Load() {
+		return &revkv.OpError{Op: "compact", Rev: rev, Err: revkv.ErrClosed}
+	}
+	if err := s.compact(ctx, int64(rev)); err != nil {
+		return &revkv.OpError{Op: "compact", Rev: rev, Err: err}
+	}
+	return nil
+}
+
+func (s *Store[V]) compact(ctx context.Context, rev int64) error {
+	resp, err := s.kv.Txn(ctx).Then(clientv3.OpGet(s.l.head()), clientv3.OpGet(s.l.floor()), clientv3.OpGet(s.l.revRow(rev))).Commit()
+	if err != nil {
+		return etcdErr(ctx, err)
+	}
+	h, err := headOf(resp.Responses[0].GetResponseRange().Kvs)
+	if err != nil {
+		return err
+	}
+	f, err := floorOf(resp.Responses[1].GetResponseRange().Kvs)
+	switch {
+	case err != nil:
+		return err
+	case rev > h.seq:
+		return detail(revkv.ErrFutureRevision, "latest is %d", h.seq)
+	case rev <= f.rev:
+		return nil
+	}
+	row := resp.Responses[2].GetResponseRange().Kvs
+	if len(row) == 0 {
+		return fmt.Errorf("%w: no row for revision %d", errBadRecord, rev)
+	}
+	at, _, err := decodeRevRow(row[0].Value)
+	if err != nil {
+		return err
+	}
+	next := floorState{rev: rev, time: at, trim: f.trim}
+	put, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(s.l.floor()), "=", f.mod)).
+		Then(clientv3.OpPut(s.l.floor(), string(next.encode()))).Commit()
+	if err != nil {
+		return etcdErr(ctx, err)
+	}
+	if !put.Succeeded { // another store moved the floor: start again from it
+		return s.compact(ctx, rev)
+	}
+	return s.sweep(ctx, rev)
+}
+
+// sweep deletes what no read at or above rev needs, except what a pinned
+// View needs: for each key the entries older than the one visible at rev, a
+// key whose entry at rev is a tombstone with nothing after it entirely, and
+// the revision and time rows below rev.
+func (s *Store[V]) sweep(ctx context.Context, rev int64) error {
+	pin, err := s.minPin(ctx)
+	if err != nil {
+		return err
+	}
+	if pin > 0 && pin < rev {
+		rev = pin
+	}
+	err = s.eachKeyPage(ctx, func(keys []string, latest []record, mods []int64) error {
+		return s.sweepPage(ctx, rev, keys, latest, mods)
+	})
+	if err != nil {
+		return err
+	}
+	resp, err := s.kv.Get(ctx, s.l.revRow(rev))
+	if err != nil || len(resp.Kvs) == 0 {
+		return etcdErr(ctx, err)
+	}
+	at, _, err := decodeRevRow(resp.Kvs[0].Value)
+	if err != nil {
+		return err
+	}
+	_, err = s.kv.Txn(ctx).Then(
+		clientv3.OpDelete(s.l.revPrefix(), clientv3.WithRange(s.l.revRow(rev))),
+		clientv3.OpDelete(s.l.timeRow(at, rev)+"\x00", clientv3.WithRange(s.l.timeEnd())),
+	).Commit()
+	return etcdErr(ctx, err)
+}
+
+// sweepPage is sweep for one page of keys: one read of each key's entry at
+// rev, then one transaction of deletions. A key deleted whole is guarded by
+// its latest entry being unchanged (a write to it in between keeps it).
+func (s *Store[V]) sweepPage(ctx context.Context, rev int64, keys []string, latest []record, mods []int64) error {
+	ops := make([]clientv3.Op, len(keys))
+	for i, k := range keys {
+		ops[i] = s.seek(k, rev)
+	}
+	resp, err := s.kv.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return etcdErr(ctx, err)
+	}
+	var dels []clientv3.Op
+	var guards []clientv3.Cmp
+	for i, k := range keys {
+		r, ok, _ := found(resp.Responses[i].GetResponseRange().Kvs)
+		if !ok {
+			continue
+		}
+		from, end := s.l.histRange(k)
+		if r.op != revkv.OpPut && latest[i].rev == r.rev {
+			dels = append(dels, clientv3.OpDelete(from, clientv3.WithRange(end)), clientv3.OpDelete(s.l.latest(k)))
+			guards = append(guards, clientv3.Compare(clientv3.ModRevision(s.l.latest(k)), "=", mods[i]))
+			continue
+		}
+		dels = append(dels, clientv3.OpDelete(s.l.histKey(k, r.rev)+"\x00", clientv3.WithRange(end)))
+	}
+	if len(dels) == 0 {
+		return nil
+	}
+	_, err = s.kv.Txn(ctx).If(guards...).Then(dels...).Commit()
+	return etcdErr(ctx, err) // a failed guard leaves the page for the next compaction
+}
+
+// eachKeyPage calls fn with every key of the store, a page at a time, with
+// its latest entry and that entry's etcd ModRevision.
+func (s *Store[V]) eachKeyPage(ctx context.Context, fn func(keys []string, latest []record, mods []int64) error) error {
+	from, end := s.l.latestPrefix(), prefixEnd(s.l.latestPrefix())
+	page := max(1, s.opts.maxTxnOps/3)
+	for {
+		resp, err := s.kv.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(int64(page)))
+		if err != nil {
+			return etcdErr(ctx, err)
+		}
+		keys := make([]string, len(resp.Kvs))
+		latest := make([]record, len(resp.Kvs))
+		mods := make([]int64, len(resp.Kvs))
+		for i, kv := range resp.Kvs {
+			keys[i] = string(kv.Key[len(s.l.latestPrefix()):])
+			if latest[i], err = decodeRecord(kv.Value); err != nil {
+				return err
+			}
+			mods[i] = kv.ModRevision
+		}
+		if len(keys) > 0 {
+			if err := fn(keys, latest, mods); err != nil {
+				return err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// Trim applies WithRetention (a compaction at the last revision whose time
+// is at or before now - d) and WithMaxHistory (every key cut to its newest
+// n entries) in one pass, and returns the number of entries it dropped
+// under the history cap. After Close it returns 0.
+func (s *Store[V]) Trim(ctx context.Context) (int, error) {
+	if s.closed.Load() {
+		return 0, nil
+	}
+	if d := s.opts.retention; d > 0 {
+		h, _, err := s.readHead(ctx)
+		if err != nil {
+			return 0, &revkv.OpError{Op: "trim", Err: err}
+		}
+		rev, err := s.revAsOf(ctx, time.Unix(0, s.now(h)-int64(d)))
+		if err == nil && rev > 0 {
+			err = s.compact(ctx, rev)
+		}
+		if err != nil && !isCompacted(err) {
+			return 0, &revkv.OpError{Op: "trim", Err: err}
+		}
+	}
+	n := 0
+	if s.opts.maxHistory > 0 {
+		err := s.eachKeyPage(ctx, func(keys []string, _ []record, _ []int64) error {
+			for _, k := range keys {
+				d, err := s.capKey(ctx, k, s.opts.maxHistory)
+				n += d
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return n, &revkv.OpError{Op: "trim", Err: err}
+		}
+	}
+	return n, nil
+}
+
+// trimmer calls Trim every interval until Close.
+func (s *Store[V]) trimmer(interval time.Duration) {
+	defer s.wg.Done()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			ctx, cancel := s.tickContext(interval)
+			_, _ = s.Trim(ctx) // an error is retried at the next tick
+			cancel()
+		}
+	}
+}
