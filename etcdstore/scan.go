@@ -42,7 +42,9 @@ func (v *View[V]) Scan(ctx context.Context, prefix string) iter.Seq2[revkv.Entry
 		if v.closed.Load() || v.rev == 0 {
 			return
 		}
-		fail := func(err error) { yield(revkv.Entry[V]{}, &revkv.OpError{Op: "view scan", Key: prefix, Rev: revkv.Revision(v.rev), Err: err}) }
+		fail := func(err error) {
+			yield(revkv.Entry[V]{}, &revkv.OpError{Op: "view scan", Key: prefix, Rev: revkv.Revision(v.rev), Err: err})
+		}
 		s := v.s
 		from := s.l.latest(prefix)
 		end := prefixEnd(from)

@@ -26,7 +26,9 @@ import (
 // revkv.ErrClosed when the store closes. Nothing of it outlives the loop.
 func (s *Store[V]) Watch(ctx context.Context, prefix string, from revkv.Revision) iter.Seq2[revkv.Entry[V], error] {
 	return func(yield func(revkv.Entry[V], error) bool) {
-		fail := func(err error) { yield(revkv.Entry[V]{}, &revkv.OpError{Op: "watch", Key: prefix, Rev: from, Err: err}) }
+		fail := func(err error) {
+			yield(revkv.Entry[V]{}, &revkv.OpError{Op: "watch", Key: prefix, Rev: from, Err: err})
+		}
 		next := int64(from)
 		if next <= 0 {
 			h, _, err := s.readHead(ctx)
