@@ -117,7 +117,7 @@ func (s *Store[V]) commit(ctx context.Context, t *Txn[V]) (bool, *snapshot, erro
 	for _, op := range t.ops {
 		ops = append(ops, op)
 	}
-	head := headState{seq: t.seq, time: t.now, first: t.snap.head.first}
+	head := headState{seq: t.seq, time: t.lastTime, first: t.snap.head.first}
 	if head.first == 0 && t.snap.head.seq == 0 {
 		head.first = t.firstTime
 	}

@@ -63,6 +63,7 @@ func startCluster(t testing.TB, n int, tune func(*embed.Config)) *cluster {
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
 		cfg.LogLevel = "error"
+		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 		cfg.UnsafeNoFsync = true // a crash of the process, not of the machine, is what tests make
 		cfg.InitialClusterToken = "revkv-test"
 		initial = append(initial, fmt.Sprintf("%s=%s", cfg.Name, pu.String()))

@@ -22,6 +22,7 @@ type Txn[V any] struct {
 	now       int64 // the time of every entry the Txn writes (not of expiries)
 	seq       int64 // the last revision taken
 	firstTime int64 // the time of the first entry written (revision 1's, on an empty store)
+	lastTime  int64 // the time of the last entry written: the head's next time
 	ops       map[string]clientv3.Op
 	size      int                 // bytes the ops will take in the request, about
 	state     map[string]keyState // the latest entry of each key read or written
@@ -101,6 +102,7 @@ func (t *Txn[V]) del(k string) {
 func (t *Txn[V]) append(key string, old keyState, rec record, at int64) {
 	t.seq++
 	rec.rev, rec.time = t.seq, at
+	t.lastTime = at
 	if t.snap.head.seq == 0 && t.firstTime == 0 && t.seq == 1 {
 		t.firstTime = at
 	}

@@ -71,7 +71,7 @@ func (s *Store[V]) compact(ctx context.Context, rev int64) error {
 
 // sweep deletes what no read at or above rev needs, except what a pinned
 // View needs: for each key the entries older than the one visible at rev, a
-// key whose entry at rev is a tombstone with nothing after it entirely, and
+// key whose entry at rev is a tombstone with nothing after it entirely (one at rev stays), and
 // the revision and time rows below rev.
 func (s *Store[V]) sweep(ctx context.Context, rev int64) error {
 	pin, err := s.minPin(ctx)
@@ -122,7 +122,7 @@ func (s *Store[V]) sweepPage(ctx context.Context, rev int64, keys []string, late
 			continue
 		}
 		from, end := s.l.histRange(k)
-		if r.op != revkv.OpPut && latest[i].rev == r.rev {
+		if r.op != revkv.OpPut && latest[i].rev == r.rev && r.rev < rev { // a tombstone at rev stays, for a watch from rev
 			dels = append(dels, clientv3.OpDelete(from, clientv3.WithRange(end)), clientv3.OpDelete(s.l.latest(k)))
 			guards = append(guards, clientv3.Compare(clientv3.ModRevision(s.l.latest(k)), "=", mods[i]))
 			continue
