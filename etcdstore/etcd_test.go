@@ -46,7 +46,9 @@ func freePorts(t testing.TB, n int) []int {
 	return ports
 }
 
-func localURL(port int) url.URL { return url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", port)} }
+func localURL(port int) url.URL {
+	return url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", port)}
+}
 
 // startCluster starts an n-member cluster; tune, if not nil, changes each
 // member's configuration before it starts.

@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/revkv/revkv => ../
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/revkv/revkv v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/etcd/api/v3 v3.7.3
