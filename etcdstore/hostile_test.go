@@ -1,0 +1,115 @@
+package etcdstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/revkv/revkv"
+	"github.com/stretchr/testify/require"
+
+	"github.com/revkv/revkv/etcdstore"
+)
+
+// TestOpenErrors: a nil client, a nil codec, a prefix with a zero byte and a
+// negative option are errors from Open, never panics.
+func TestOpenErrors(t *testing.T) {
+	_, cli := single(t)
+	ctx := ctxT(t)
+	_, err := etcdstore.Open[string](ctx, nil, "p", revkv.StringCodec())
+	require.ErrorContains(t, err, "nil etcd client")
+	_, err = etcdstore.Open[string](ctx, cli, "p", nil)
+	require.ErrorContains(t, err, "nil codec")
+	_, err = etcdstore.Open(ctx, cli, "p\x00q", revkv.StringCodec())
+	require.ErrorIs(t, err, etcdstore.ErrInvalidPrefix)
+	_, err = etcdstore.Open(ctx, cli, "p", revkv.StringCodec(), etcdstore.WithMaxHistory(-1))
+	require.ErrorContains(t, err, "WithMaxHistory")
+	_, err = etcdstore.Open(ctx, cli, "p", revkv.StringCodec(), etcdstore.WithClock(nil))
+	require.Error(t, err)
+}
+
+// TestHostileInputs: the empty key is an ordinary key (as in the root
+// package); a TTL <= 0, a cancelled ctx, a value over etcd's request limit
+// and an Update over its transaction limit get clear errors and write
+// nothing; after Close writes are ErrClosed and reads still answer.
+func TestHostileInputs(t *testing.T) {
+	_, cli := single(t)
+	ctx := ctxT(t)
+	s, err := etcdstore.Open(ctx, cli, "hostile", revkv.BytesCodec())
+	require.NoError(t, err)
+	rev := func() revkv.Revision { r, err := s.Rev(ctx); require.NoError(t, err); return r }
+
+	_, err = s.Put(ctx, "", []byte("empty key"))
+	require.NoError(t, err)
+	v, ok, err := s.Get(ctx, "")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "empty key", string(v))
+	before := rev()
+
+	for _, ttl := range []time.Duration{0, -time.Second} {
+		_, err = s.PutTTL(ctx, "k", []byte("v"), ttl)
+		require.ErrorIs(t, err, revkv.ErrInvalidTTL)
+		var oe *revkv.OpError
+		require.ErrorAs(t, err, &oe)
+		require.Equal(t, "k", oe.Key)
+	}
+	_, err = s.PutExpiresAt(ctx, "k", []byte("v"), time.Now().Add(-time.Hour))
+	require.ErrorIs(t, err, revkv.ErrInvalidTTL)
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Put(cancelled, "k", []byte("v"))
+	require.ErrorIs(t, err, context.Canceled)
+	_, _, err = s.Get(cancelled, "")
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = s.Update(cancelled, func(tx *etcdstore.Txn[[]byte]) error { return tx.Put(cancelled, "k", nil) })
+	require.ErrorIs(t, err, context.Canceled)
+	for _, err := range s.Watch(cancelled, "", 1) {
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	expired, cancel2 := context.WithTimeout(ctx, time.Nanosecond)
+	defer cancel2()
+	time.Sleep(time.Millisecond)
+	_, err = s.Delete(expired, "")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	big := []byte(strings.Repeat("x", 2<<20))
+	_, err = s.Put(ctx, "big", big)
+	require.ErrorIs(t, err, etcdstore.ErrValueTooLarge)
+	_, err = s.Put(ctx, "big", big[:1<<20]) // sent twice: over the limit too
+	require.ErrorIs(t, err, etcdstore.ErrValueTooLarge)
+	require.Equal(t, before, rev(), "nothing was written")
+	_, err = s.Put(ctx, "big", big[:600<<10])
+	require.NoError(t, err, "600 KiB fits")
+
+	before = rev()
+	_, err = s.Update(ctx, func(tx *etcdstore.Txn[[]byte]) error {
+		for i := range 100 {
+			if err := tx.Put(ctx, strings.Repeat("k", i+1), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, etcdstore.ErrTooManyWrites)
+	require.Equal(t, before, rev())
+
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "Close is idempotent")
+	_, err = s.Put(ctx, "k", nil)
+	require.ErrorIs(t, err, revkv.ErrClosed)
+	require.ErrorIs(t, s.Compact(ctx, 1), revkv.ErrClosed)
+	_, ok, err = s.Get(ctx, "")
+	require.NoError(t, err)
+	require.True(t, ok, "reads answer after Close")
+	other, err := etcdstore.Open(ctx, cli, "other", revkv.BytesCodec())
+	require.NoError(t, err)
+	defer other.Close()
+	var tx *etcdstore.Txn[[]byte]
+	_, err = other.Update(ctx, func(t *etcdstore.Txn[[]byte]) error { tx = t; return nil })
+	require.NoError(t, err)
+	require.True(t, errors.Is(tx.Put(ctx, "late", nil), revkv.ErrClosed), "a Txn after its Update")
+}
