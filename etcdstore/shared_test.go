@@ -203,14 +203,14 @@ func TestSkewedClocks(t *testing.T) {
 	}
 }
 
-// TestTwoExpirers: two stores with expirers and a short TTL on many keys:
+// TestTwoExpirers: four stores with expirers and a short TTL on many keys:
 // every expiry is written exactly once, at exactly its ExpiresAt.
 func TestTwoExpirers(t *testing.T) {
 	_, cli := single(t)
 	ctx := ctxT(t)
 	var stores []*etcdstore.Store[int]
-	for range 2 {
-		s, err := etcdstore.Open(ctx, cli, "expirers", revkv.JSONCodec[int](), etcdstore.WithExpiryInterval(5*time.Millisecond))
+	for range 4 {
+		s, err := etcdstore.Open(ctx, cli, "expirers", revkv.JSONCodec[int](), etcdstore.WithExpiryInterval(time.Millisecond))
 		require.NoError(t, err)
 		defer s.Close()
 		stores = append(stores, s)
