@@ -139,7 +139,7 @@
 //     Update sends all its values in one request.
 //   - Operations per transaction, --max-txn-ops (128): each write takes
 //     about five, so an Update of more than about 20 writes is
-//     ErrTooManyWrites (WithMaxTxnOps). Expiries are carried 10 at a time.
+//     ErrTooManyWrites (WithMaxTxnOps). A commit carries at most about a tenth of the limit in expiries.
 //   - The database quota, --quota-backend-bytes (2 GiB by default, 8 GiB
 //     suggested maximum): revkv's history lives in etcd's database and is
 //     kept until revkv's Compact, WithRetention or WithMaxHistory drop it;
