@@ -77,5 +77,9 @@ func TestBasics(t *testing.T) {
 	require.Equal(t, "1", v)
 	h, err = s.History(ctx, "b")
 	require.NoError(t, err)
-	require.Nil(t, h, "a key whose entry at the floor is a tombstone goes")
+	require.Len(t, h, 1, "a tombstone at the compaction revision stays")
+	require.NoError(t, s.Compact(ctx, 4))
+	h, err = s.History(ctx, "b")
+	require.NoError(t, err)
+	require.Nil(t, h, "a key whose only entry is a tombstone below the floor goes")
 }

@@ -107,6 +107,7 @@ func (snap *snapshot) dueAt(now int64, batch int) ([]pendingExpiry, bool) {
 // commit sends t's writes guarded by the head. It returns whether they
 // committed and, if not, the snapshot the guard failed against.
 func (s *Store[V]) commit(ctx context.Context, t *Txn[V]) (bool, *snapshot, error) {
+	t.indexRows()
 	if len(t.ops)+1 > s.opts.maxTxnOps {
 		return false, nil, fmt.Errorf("%w: %d operations, etcd's limit is %d", ErrTooManyWrites, len(t.ops)+1, s.opts.maxTxnOps)
 	}
@@ -135,6 +136,21 @@ func (s *Store[V]) commit(ctx context.Context, t *Txn[V]) (bool, *snapshot, erro
 	}
 	snap, err := s.parseSnapshot(resp, t.prefetch)
 	return false, snap, err
+}
+
+// indexRows adds the commit's row (every entry's revision, time and key,
+// under the last revision: what Watch replays) and its time index rows
+// (the last revision of each distinct time: what AsOf seeks).
+func (t *Txn[V]) indexRows() {
+	if len(t.rows) == 0 {
+		return
+	}
+	t.put(t.s.l.revRow(t.seq), encodeCommitRow(t.rows))
+	for i, r := range t.rows {
+		if i+1 == len(t.rows) || t.rows[i+1].time != r.time {
+			t.put(t.s.l.timeRow(r.time, r.rev), nil)
+		}
+	}
 }
 
 func headOf(kvs []*mvccpb.KeyValue) (headState, error) {

@@ -142,16 +142,42 @@ func decodeFloor(b []byte, mod int64) (floorState, error) {
 	}, nil
 }
 
-// revRow is the value of a revision's row: its time and the key it wrote.
-func encodeRevRow(t int64, key string) []byte {
-	b := make([]byte, 8, 8+len(key))
-	binary.BigEndian.PutUint64(b, uint64(t))
-	return append(b, key...)
+// rowEntry is one entry of a commit, as its commit row lists it.
+type rowEntry struct {
+	rev  int64
+	time int64
+	key  string
 }
 
-func decodeRevRow(b []byte) (int64, string, error) {
-	if len(b) < 8 {
-		return 0, "", fmt.Errorf("%w: revision row of %d bytes", errBadRecord, len(b))
+// encodeCommitRow is the value of a commit's row, root+"r/"+hex(last
+// revision): each entry's revision, time and key, in revision order.
+//
+//	(rev (8) | time (8) | key length (uvarint) | key)...
+func encodeCommitRow(es []rowEntry) []byte {
+	var b []byte
+	for _, e := range es {
+		b = binary.BigEndian.AppendUint64(b, uint64(e.rev))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.time))
+		b = binary.AppendUvarint(b, uint64(len(e.key)))
+		b = append(b, e.key...)
 	}
-	return int64(binary.BigEndian.Uint64(b)), string(b[8:]), nil
+	return b
+}
+
+func decodeCommitRow(b []byte) ([]rowEntry, error) {
+	var es []rowEntry
+	for len(b) > 0 {
+		if len(b) < 17 {
+			return nil, fmt.Errorf("%w: commit row", errBadRecord)
+		}
+		e := rowEntry{rev: int64(binary.BigEndian.Uint64(b)), time: int64(binary.BigEndian.Uint64(b[8:]))}
+		n, w := binary.Uvarint(b[16:])
+		if w <= 0 || uint64(len(b)-16-w) < n {
+			return nil, fmt.Errorf("%w: commit row", errBadRecord)
+		}
+		e.key = string(b[16+w : 16+w+int(n)])
+		es = append(es, e)
+		b = b[16+w+int(n):]
+	}
+	return es, nil
 }

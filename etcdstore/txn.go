@@ -23,6 +23,7 @@ type Txn[V any] struct {
 	seq       int64 // the last revision taken
 	firstTime int64 // the time of the first entry written (revision 1's, on an empty store)
 	lastTime  int64 // the time of the last entry written: the head's next time
+	rows      []rowEntry // every entry written, for the commit's row and the time index
 	ops       map[string]clientv3.Op
 	size      int                 // bytes the ops will take in the request, about
 	state     map[string]keyState // the latest entry of each key read or written
@@ -96,9 +97,9 @@ func (t *Txn[V]) del(k string) {
 }
 
 // append writes rec as key's next entry at time at, given the key's current
-// state: the entry, the key's latest, its row in the revision and time
-// indexes, and its expiry index, where the older value's pending expiry is
-// cancelled.
+// state: the entry, the key's latest, and its expiry index, where the older
+// value's pending expiry is cancelled. The commit adds the revision and
+// time index rows of all its entries.
 func (t *Txn[V]) append(key string, old keyState, rec record, at int64) {
 	t.seq++
 	rec.rev, rec.time = t.seq, at
@@ -109,8 +110,7 @@ func (t *Txn[V]) append(key string, old keyState, rec record, at int64) {
 	enc := rec.encode()
 	t.put(t.s.l.histKey(key, rec.rev), enc)
 	t.put(t.s.l.latest(key), enc)
-	t.put(t.s.l.revRow(rec.rev), encodeRevRow(at, key))
-	t.put(t.s.l.timeRow(at, rec.rev), nil)
+	t.rows = append(t.rows, rowEntry{rec.rev, at, key})
 	if old.ok && old.rec.op == revkv.OpPut && old.rec.hasTTL {
 		t.del(t.s.l.expiry(old.rec.expires, key))
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/revkv/revkv"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -32,7 +33,7 @@ func (s *Store[V]) Compact(ctx context.Context, rev revkv.Revision) error {
 }
 
 func (s *Store[V]) compact(ctx context.Context, rev int64) error {
-	resp, err := s.kv.Txn(ctx).Then(clientv3.OpGet(s.l.head()), clientv3.OpGet(s.l.floor()), clientv3.OpGet(s.l.revRow(rev))).Commit()
+	resp, err := s.kv.Txn(ctx).Then(clientv3.OpGet(s.l.head()), clientv3.OpGet(s.l.floor()), s.rowOf(rev)).Commit()
 	if err != nil {
 		return etcdErr(ctx, err)
 	}
@@ -49,11 +50,7 @@ func (s *Store[V]) compact(ctx context.Context, rev int64) error {
 	case rev <= f.rev:
 		return nil
 	}
-	row := resp.Responses[2].GetResponseRange().Kvs
-	if len(row) == 0 {
-		return fmt.Errorf("%w: no row for revision %d", errBadRecord, rev)
-	}
-	at, _, err := decodeRevRow(row[0].Value)
+	at, err := timeIn(resp.Responses[2].GetResponseRange().Kvs, rev)
 	if err != nil {
 		return err
 	}
@@ -87,11 +84,11 @@ func (s *Store[V]) sweep(ctx context.Context, rev int64) error {
 	if err != nil {
 		return err
 	}
-	resp, err := s.kv.Get(ctx, s.l.revRow(rev))
-	if err != nil || len(resp.Kvs) == 0 {
+	resp, err := s.kv.Txn(ctx).Then(s.rowOf(rev)).Commit()
+	if err != nil {
 		return etcdErr(ctx, err)
 	}
-	at, _, err := decodeRevRow(resp.Kvs[0].Value)
+	at, err := timeIn(resp.Responses[0].GetResponseRange().Kvs, rev)
 	if err != nil {
 		return err
 	}
@@ -134,6 +131,28 @@ func (s *Store[V]) sweepPage(ctx context.Context, rev int64, keys []string, late
 	}
 	_, err = s.kv.Txn(ctx).If(guards...).Then(dels...).Commit()
 	return etcdErr(ctx, err) // a failed guard leaves the page for the next compaction
+}
+
+// rowOf reads the row of the commit that wrote rev: the first row at or
+// after it (rows are named by their commit's last revision).
+func (s *Store[V]) rowOf(rev int64) clientv3.Op {
+	return clientv3.OpGet(s.l.revRow(rev), clientv3.WithRange(prefixEnd(s.l.revPrefix())), clientv3.WithLimit(1))
+}
+
+// timeIn returns the time of rev from the answer of rowOf.
+func timeIn(kvs []*mvccpb.KeyValue, rev int64) (int64, error) {
+	if len(kvs) == 1 {
+		es, err := decodeCommitRow(kvs[0].Value)
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range es {
+			if e.rev == rev {
+				return e.time, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%w: no row for revision %d", errBadRecord, rev)
 }
 
 // eachKeyPage calls fn with every key of the store, a page at a time, with

@@ -91,7 +91,7 @@ func (s *Store[V]) replay(ctx context.Context, prefix string, next *int64, yield
 			return 0, true, detail(revkv.ErrCompacted, "restart from %d", max(f.rev, f.trim))
 		}
 		rows := resp.Responses[1].GetResponseRange()
-		es, err := s.replayRows(ctx, prefix, rows.Kvs, f)
+		es, err := s.replayRows(ctx, prefix, *next, rows.Kvs, f)
 		if err != nil {
 			return 0, true, err
 		}
@@ -111,24 +111,21 @@ func (s *Store[V]) replay(ctx context.Context, prefix string, next *int64, yield
 	}
 }
 
-// replayRows reads the entries of the revision rows whose key has prefix.
-func (s *Store[V]) replayRows(ctx context.Context, prefix string, rows []*mvccpb.KeyValue, f floorState) ([]revkv.Entry[V], error) {
-	type want struct {
-		key string
-		rev int64
-	}
-	var ws []want
+// replayRows reads the entries, from revision next on, of the commit rows
+// whose key has prefix.
+func (s *Store[V]) replayRows(ctx context.Context, prefix string, next int64, rows []*mvccpb.KeyValue, f floorState) ([]revkv.Entry[V], error) {
+	var ws []rowEntry
 	var ops []clientv3.Op
 	for _, kv := range rows {
-		k := string(kv.Key)
-		rev, _ := parseOrdHexRev(k[len(k)-16:])
-		_, key, err := decodeRevRow(kv.Value)
+		es, err := decodeCommitRow(kv.Value)
 		if err != nil {
 			return nil, err
 		}
-		if strings.HasPrefix(key, prefix) {
-			ws = append(ws, want{key, rev})
-			ops = append(ops, clientv3.OpGet(s.l.histKey(key, rev)))
+		for _, e := range es {
+			if e.rev >= next && strings.HasPrefix(e.key, prefix) {
+				ws = append(ws, e)
+				ops = append(ops, clientv3.OpGet(s.l.histKey(e.key, e.rev)))
+			}
 		}
 	}
 	var es []revkv.Entry[V]
