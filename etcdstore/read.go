@@ -42,16 +42,28 @@ func (s *Store[V]) Get(ctx context.Context, key string) (V, bool, error) {
 }
 
 // GetEntry returns key's live entry (its latest, unless that is a tombstone
-// or has expired). One round trip.
+// or has expired). One round trip: one range read of one key.
+//
+// It needs no head: "now" is the later of the clock and the head's time,
+// but every commit writes the expiries due at its time before its own
+// entries, so a latest entry that is still a put expires after the head's
+// time, and comparing it with the clock alone gives the same answer.
 func (s *Store[V]) GetEntry(ctx context.Context, key string) (revkv.Entry[V], bool, error) {
-	h, st, err := s.latest(ctx, key)
+	resp, err := s.kv.Get(ctx, s.l.latest(key))
+	if err != nil {
+		return revkv.Entry[V]{}, false, keyErr("get", key, etcdErr(ctx, err))
+	}
+	if len(resp.Kvs) == 0 {
+		return revkv.Entry[V]{}, false, nil
+	}
+	r, err := decodeRecord(resp.Kvs[0].Value)
 	if err != nil {
 		return revkv.Entry[V]{}, false, keyErr("get", key, err)
 	}
-	if !st.ok || !st.rec.live(s.now(h)) {
+	if !r.live(s.opts.clock().UnixNano()) {
 		return revkv.Entry[V]{}, false, nil
 	}
-	e, err := entry(s.codec, key, st.rec)
+	e, err := entry(s.codec, key, r)
 	if err != nil {
 		return revkv.Entry[V]{}, false, keyErr("get", key, err)
 	}

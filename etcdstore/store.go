@@ -31,7 +31,11 @@ type Store[V any] struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
-	pinMu   sync.Mutex       // guards lease and pinCount
+	batchMu sync.Mutex     // guards queue and leading
+	queue   []*writeReq[V] // write calls waiting for a commit, in arrival order
+	leading bool           // a caller is committing batches from queue
+
+	pinMu   sync.Mutex       // guards lease
 	lease   clientv3.LeaseID // the lease the View pins live on: 0 until the first View
 	pinNext atomic.Int64     // numbers this store's pins
 }

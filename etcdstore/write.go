@@ -102,17 +102,25 @@ func (s *Store[V]) commitTxn(ctx context.Context, t *Txn[V]) (bool, *snapshot, e
 	return ok, snap, err
 }
 
-// write is a store write call on one key: op names it for errors.
+// write is a store write call on one key, committed with the other write
+// calls waiting at the time (batch.go); op names it for errors.
 func (s *Store[V]) write(ctx context.Context, op, key string, check func(now int64) error, fn func(*Txn[V]) error) (revkv.Revision, error) {
-	var rev int64
-	rev, err := s.update(ctx, []string{key}, check, func(t *Txn[V]) error {
+	if s.closed.Load() {
+		return 0, keyErr(op, key, revkv.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, keyErr(op, key, err)
+	}
+	req := &writeReq[V]{ctx: ctx, key: key, check: check, done: make(chan struct{}), lead: make(chan struct{})}
+	req.fn = func(t *Txn[V]) error {
 		err := fn(t)
 		var oe *revkv.OpError
 		if errors.As(err, &oe) {
 			return oe.Err // the store's call names itself below
 		}
 		return err
-	})
+	}
+	rev, err := s.submit(req)
 	if err != nil {
 		return 0, keyErr(op, key, err)
 	}
