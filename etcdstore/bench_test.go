@@ -82,6 +82,13 @@ func BenchmarkGet(b *testing.B) {
 			check(b, err)
 		}
 	})
+	// A read-only transaction of three reads: what GetAt sends.
+	b.Run("op=Txn3/store=clientv3", func(b *testing.B) {
+		for b.Loop() {
+			_, err := cli.Txn(ctx).Then(clientv3.OpGet("raw/k"), clientv3.OpGet("raw/k1"), clientv3.OpGet("raw/k2")).Commit()
+			check(b, err)
+		}
+	})
 }
 
 // BenchmarkHistory1000 reads the history of a key with 1,000 entries; the

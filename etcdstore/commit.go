@@ -69,6 +69,7 @@ func (s *Store[V]) parseSnapshot(resp *clientv3.TxnResponse, keys []string) (*sn
 	if snap.head, err = headOf(rs[0].GetResponseRange().Kvs); err != nil {
 		return nil, err
 	}
+	s.saw(snap.head.seq)
 	x := rs[1].GetResponseRange()
 	for _, kv := range x.Kvs {
 		at, key, ok := s.l.expiryKey(string(kv.Key))
@@ -132,6 +133,7 @@ func (s *Store[V]) commit(ctx context.Context, t *Txn[V]) (bool, *snapshot, erro
 		return false, nil, etcdErr(ctx, err)
 	}
 	if resp.Succeeded {
+		s.saw(t.seq)
 		return true, nil, nil
 	}
 	snap, err := s.parseSnapshot(resp, t.prefetch)

@@ -192,11 +192,18 @@ func (s *Store[V]) GetAt(ctx context.Context, key string, rev revkv.Revision) (V
 	if rev <= 0 {
 		return zero, false, nil
 	}
-	resp, err := s.kv.Txn(ctx).Then(clientv3.OpGet(s.l.head()), clientv3.OpGet(s.l.floor()), s.seek(key, int64(rev))).Commit()
+	// The head is read only for a revision above every one this store has
+	// seen: revisions never go back, so below that it cannot be future.
+	ops := []clientv3.Op{clientv3.OpGet(s.l.floor()), s.seek(key, int64(rev))}
+	known := int64(rev) <= s.seen.Load()
+	if !known {
+		ops = append(ops, clientv3.OpGet(s.l.head()))
+	}
+	resp, err := s.kv.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return zero, false, revErr("get at", key, int64(rev), etcdErr(ctx, err))
 	}
-	r, ok, err := s.decideAt(resp.Responses, int64(rev))
+	r, ok, err := s.decideAt(resp.Responses, int64(rev), known)
 	if err != nil || !ok || r.op != revkv.OpPut {
 		return zero, false, keyErrOrNilRev("get at", key, int64(rev), err)
 	}
@@ -214,23 +221,26 @@ func keyErrOrNilRev(op, key string, rev int64, err error) error {
 	return revErr(op, key, rev, err)
 }
 
-// decideAt answers a read at rev from the head, the floor and a seek.
-func (s *Store[V]) decideAt(rs []*etcdserverpb.ResponseOp, rev int64) (record, bool, error) {
-	h, err := headOf(rs[0].GetResponseRange().Kvs)
+// decideAt answers a read at rev from the floor, a seek, and the head
+// unless rev is known not to be in the future.
+func (s *Store[V]) decideAt(rs []*etcdserverpb.ResponseOp, rev int64, known bool) (record, bool, error) {
+	if !known {
+		h, err := headOf(rs[2].GetResponseRange().Kvs)
+		if err != nil {
+			return record{}, false, err
+		}
+		if s.saw(h.seq); rev > h.seq {
+			return record{}, false, detail(revkv.ErrFutureRevision, "latest is %d", h.seq)
+		}
+	}
+	f, err := floorOf(rs[0].GetResponseRange().Kvs)
 	if err != nil {
 		return record{}, false, err
 	}
-	f, err := floorOf(rs[1].GetResponseRange().Kvs)
-	if err != nil {
-		return record{}, false, err
-	}
-	switch {
-	case rev > h.seq:
-		return record{}, false, detail(revkv.ErrFutureRevision, "latest is %d", h.seq)
-	case rev < f.rev:
+	if rev < f.rev {
 		return record{}, false, detail(revkv.ErrCompacted, "compacted at %d", f.rev)
 	}
-	return found(rs[2].GetResponseRange().Kvs)
+	return found(rs[1].GetResponseRange().Kvs)
 }
 
 // GetAsOf returns the value of key's last entry with Time <= t, unless that

@@ -26,6 +26,7 @@ type Store[V any] struct {
 	opts  options
 	id    string // this Store's name among the pins: random
 
+	seen      atomic.Int64 // the highest revision this store has seen: none above it is future
 	closed    atomic.Bool
 	stop      chan struct{} // closed by Close: the goroutines end
 	wg        sync.WaitGroup
@@ -137,7 +138,18 @@ func (s *Store[V]) readHead(ctx context.Context) (headState, int64, error) {
 		return headState{}, 0, etcdErr(ctx, err)
 	}
 	h, err := headOf(resp.Kvs)
+	s.saw(h.seq)
 	return h, resp.Header.Revision, err
+}
+
+// saw records that revision rev exists.
+func (s *Store[V]) saw(rev int64) {
+	for {
+		old := s.seen.Load()
+		if rev <= old || s.seen.CompareAndSwap(old, rev) {
+			return
+		}
+	}
 }
 
 // now is the time of a read or write: the later of the clock and the last
