@@ -144,9 +144,10 @@ func decodeFloor(b []byte, mod int64) (floorState, error) {
 
 // rowEntry is one entry of a commit, as its commit row lists it.
 type rowEntry struct {
-	rev  int64
-	time int64
-	key  string
+	rev    int64
+	time   int64
+	key    string
+	expiry bool // an expiry the commit materialised (not encoded)
 }
 
 // encodeCommitRow is the value of a commit's row, root+"r/"+hex(last

@@ -5,34 +5,75 @@ import (
 	"errors"
 
 	"github.com/revkv/revkv"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // capKey cuts key's history to its newest WithMaxHistory entries if it holds
-// more than limit, keeping the entry an open View needs and everything
-// after it, and returns how many entries it dropped. A marker at the oldest
-// end of the history (opTrimmed) then answers ErrCompacted for reads below
-// the oldest remaining entry.
-func (s *Store[V]) capKey(ctx context.Context, key string, limit int) (int, error) {
-	from, end := s.l.histRange(key)
-	resp, err := s.kv.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(int64(limit+2)), clientv3.WithKeysOnly())
-	if err != nil {
-		return 0, etcdErr(ctx, err)
+// more than that, and returns how many entries it dropped: what Trim does
+// to each key.
+func (s *Store[V]) capKey(ctx context.Context, key string) (int, error) {
+	n := s.opts.maxHistory
+	kvs, err := s.histKeys(ctx, key, n+1)
+	if err != nil || len(kvs) <= n {
+		return 0, err
 	}
-	marker := s.l.histKey(key, 0)
+	return s.cutKey(ctx, key, kvs, n)
+}
+
+// capWritten is the cap a commit applies to a key it appended expiries and
+// writes to, as the root package applies it: an expiry that takes the key
+// past twice the cap cuts it back to the cap, and so does the commit's
+// writes, together.
+func (s *Store[V]) capWritten(ctx context.Context, key string, expiries, writes int) error {
+	n := s.opts.maxHistory
+	added := expiries + writes
+	kvs, err := s.histKeys(ctx, key, 2*n+added+1)
+	if err != nil {
+		return err
+	}
+	keep := len(kvs) - added
+	for range expiries {
+		if keep++; keep > 2*n {
+			keep = n
+		}
+	}
+	if keep += writes; keep > 2*n {
+		keep = n
+	}
+	if keep < len(kvs) {
+		_, err = s.cutKey(ctx, key, kvs, keep)
+	}
+	return err
+}
+
+// histKeys returns the names of key's newest limit history entries, newest
+// first, without the trim marker.
+func (s *Store[V]) histKeys(ctx context.Context, key string, limit int) ([]*mvccpb.KeyValue, error) {
+	from, end := s.l.histRange(key)
+	resp, err := s.kv.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(int64(limit+1)), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, etcdErr(ctx, err)
+	}
 	kvs := resp.Kvs
-	if len(kvs) > 0 && string(kvs[len(kvs)-1].Key) == marker {
+	if len(kvs) > 0 && string(kvs[len(kvs)-1].Key) == s.l.histKey(key, 0) {
 		kvs = kvs[:len(kvs)-1]
 	}
-	if len(kvs) <= limit {
-		return 0, nil
-	}
+	return kvs[:min(len(kvs), limit)], nil
+}
+
+// cutKey drops key's entries after the newest keep of kvs (its newest
+// entries, newest first), keeping the entry an open View needs and
+// everything after it, and returns how many it dropped. A marker at the
+// oldest end of the history (opTrimmed) then answers ErrCompacted for reads
+// below the oldest remaining entry.
+func (s *Store[V]) cutKey(ctx context.Context, key string, kvs []*mvccpb.KeyValue, keep int) (int, error) {
 	pin, err := s.minPin(ctx)
 	if err != nil {
 		return 0, err
 	}
 	revOf := func(i int) int64 { k := string(kvs[i].Key); r, _ := parseInv(k[len(k)-16:]); return r }
-	drop := s.opts.maxHistory
+	drop := max(keep, 1)
 	for pin > 0 && drop < len(kvs) && revOf(drop-1) > pin {
 		drop++ // the oldest kept entry must be the one visible at the pin, or older
 	}
@@ -40,7 +81,7 @@ func (s *Store[V]) capKey(ctx context.Context, key string, limit int) (int, erro
 		return 0, nil
 	}
 	kept := revOf(drop - 1)
-	first := string(kvs[drop].Key)
+	first, marker := string(kvs[drop].Key), s.l.histKey(key, 0)
 	txn, err := s.kv.Txn(ctx).Then(
 		clientv3.OpGet(first, clientv3.WithRange(marker), clientv3.WithCountOnly()),
 		clientv3.OpDelete(first, clientv3.WithRange(marker)),

@@ -19,10 +19,10 @@ import (
 type Txn[V any] struct {
 	s         *Store[V]
 	snap      *snapshot
-	now       int64 // the time of every entry the Txn writes (not of expiries)
-	seq       int64 // the last revision taken
-	firstTime int64 // the time of the first entry written (revision 1's, on an empty store)
-	lastTime  int64 // the time of the last entry written: the head's next time
+	now       int64      // the time of every entry the Txn writes (not of expiries)
+	seq       int64      // the last revision taken
+	firstTime int64      // the time of the first entry written (revision 1's, on an empty store)
+	lastTime  int64      // the time of the last entry written: the head's next time
 	rows      []rowEntry // every entry written, for the commit's row and the time index
 	ops       map[string]clientv3.Op
 	size      int                 // bytes the ops will take in the request, about
@@ -110,7 +110,7 @@ func (t *Txn[V]) append(key string, old keyState, rec record, at int64) {
 	enc := rec.encode()
 	t.put(t.s.l.histKey(key, rec.rev), enc)
 	t.put(t.s.l.latest(key), enc)
-	t.rows = append(t.rows, rowEntry{rec.rev, at, key})
+	t.rows = append(t.rows, rowEntry{rev: rec.rev, time: at, key: key, expiry: rec.op == revkv.OpExpire})
 	if old.ok && old.rec.op == revkv.OpPut && old.rec.hasTTL {
 		t.del(t.s.l.expiry(old.rec.expires, key))
 	}

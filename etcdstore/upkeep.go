@@ -212,7 +212,7 @@ func (s *Store[V]) Trim(ctx context.Context) (int, error) {
 	if s.opts.maxHistory > 0 {
 		err := s.eachKeyPage(ctx, func(keys []string, _ []record, _ []int64) error {
 			for _, k := range keys {
-				d, err := s.capKey(ctx, k, s.opts.maxHistory)
+				d, err := s.capKey(ctx, k)
 				n += d
 				if err != nil {
 					return err

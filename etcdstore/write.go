@@ -93,10 +93,18 @@ func (s *Store[V]) update(ctx context.Context, keys []string, check func(now int
 func (s *Store[V]) commitTxn(ctx context.Context, t *Txn[V]) (bool, *snapshot, error) {
 	ok, snap, err := s.commit(ctx, t)
 	if ok && s.opts.maxHistory > 0 {
-		for key, st := range t.state {
-			if st.rec.rev > t.snap.head.seq { // written by t
-				_, _ = s.capKey(ctx, key, 2*s.opts.maxHistory) // Trim catches up if this fails
+		added := map[string][2]int{} // expiries, writes
+		for _, r := range t.rows {
+			a := added[r.key]
+			if r.expiry {
+				a[0]++
+			} else {
+				a[1]++
 			}
+			added[r.key] = a
+		}
+		for key, a := range added {
+			_ = s.capWritten(ctx, key, a[0], a[1]) // Trim catches up if this fails
 		}
 	}
 	return ok, snap, err
