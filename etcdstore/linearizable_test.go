@@ -207,6 +207,10 @@ func readView(ctx context.Context, s *etcdstore.Store[int], out *linOutput) (rev
 	return v.Rev(), nil
 }
 
+// opTimeout is each operation's ctx: no call may outlive it by more than a
+// moment, during an election included.
+const opTimeout = 5 * time.Second
+
 // acked is a write that returned success: it must be in history afterwards.
 type acked struct {
 	key   string
@@ -238,11 +242,14 @@ func recordHistory(t *testing.T, stores []*etcdstore.Store[int], seed int64, cli
 				if in.op == linCompareAndPut && rng.Intn(3) > 0 {
 					in.modRev = lastRev - int64(rng.Intn(2))
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				call := clock.Add(1)
+				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+				call, start := clock.Add(1), time.Now()
 				out, keep := linRun(ctx, s, in)
-				ret := clock.Add(1)
+				ret, took := clock.Add(1), time.Since(start)
 				cancel()
+				if took > opTimeout+time.Second {
+					t.Errorf("%+v took %v, over its ctx's %v", in, took, opTimeout)
+				}
 				if out.rev > 0 && out.err == "" && !out.unknown {
 					lastRev = out.rev
 				}
