@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 )
 
@@ -18,6 +19,7 @@ import (
 type writeReq[V any] struct {
 	ctx   context.Context
 	key   string
+	reads bool                  // the write reads the key's latest entry (not Put, PutTTL, PutExpiresAt)
 	check func(now int64) error // refuses the write at its time before anything is written
 	fn    func(*Txn[V]) error
 	rev   int64
@@ -127,7 +129,9 @@ func (s *Store[V]) commitBatch(batch []*writeReq[V]) {
 	defer cancel()
 	keys := make([]string, 0, len(batch))
 	for _, r := range batch {
-		keys = append(keys, r.key)
+		if r.reads && !slices.Contains(keys, r.key) {
+			keys = append(keys, r.key)
+		}
 	}
 	var check func(int64) error
 	if len(batch) == 1 {

@@ -23,7 +23,8 @@ type snapshot struct {
 	head    headState
 	due     []pendingExpiry   // the first pending expiries, by (time, key)
 	more    bool              // there are pending expiries after due
-	latest  map[string]record // prefetched latest entries; absent: never written
+	latest  map[string]record // latest entries read (keys and due expiries' keys)
+	known   map[string]bool   // the keys whose latest entry was read (absent from latest: none)
 	etcdRev int64             // the etcd revision the snapshot was read at
 }
 
@@ -64,7 +65,7 @@ func (s *Store[V]) parseSnapshot(resp *clientv3.TxnResponse, keys []string) (*sn
 	if len(rs) != 2+len(keys) {
 		return nil, fmt.Errorf("etcd: snapshot of %d responses, want %d", len(rs), 2+len(keys))
 	}
-	snap := &snapshot{latest: make(map[string]record, len(keys)), etcdRev: resp.Header.Revision}
+	snap := &snapshot{latest: make(map[string]record, len(keys)), known: make(map[string]bool, len(keys)), etcdRev: resp.Header.Revision}
 	var err error
 	if snap.head, err = headOf(rs[0].GetResponseRange().Kvs); err != nil {
 		return nil, err
@@ -79,7 +80,9 @@ func (s *Store[V]) parseSnapshot(resp *clientv3.TxnResponse, keys []string) (*sn
 		snap.due = append(snap.due, pendingExpiry{at, key})
 	}
 	snap.more = x.More
+	defer s.setCache(snap)
 	for i, k := range keys {
+		snap.known[k] = true
 		if kvs := rs[2+i].GetResponseRange().Kvs; len(kvs) == 1 {
 			r, err := decodeRecord(kvs[0].Value)
 			if err != nil {
@@ -134,6 +137,7 @@ func (s *Store[V]) commit(ctx context.Context, t *Txn[V]) (bool, *snapshot, erro
 	}
 	if resp.Succeeded {
 		s.saw(t.seq)
+		s.setCache(t.nextSnapshot(head, resp.Header.Revision))
 		return true, nil, nil
 	}
 	snap, err := s.parseSnapshot(resp, t.prefetch)

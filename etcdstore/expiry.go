@@ -2,9 +2,11 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/revkv/revkv"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // Expiry is lazy, as in the root package: from its ExpiresAt on a key is
@@ -28,32 +30,39 @@ func (s *Store[V]) PurgeExpired(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, &revkv.OpError{Op: "purge expired", Err: err}
 		}
-		wrote, err := s.purgeFrom(ctx, snap)
+		wrote, done, err := s.purgeFrom(ctx, snap)
 		n += wrote
 		if err != nil {
 			return n, &revkv.OpError{Op: "purge expired", Err: err}
 		}
-		if wrote == 0 {
+		if done {
 			return n, nil
 		}
 	}
 }
 
-// purgeFrom writes the first batch of expiries due on snap's state, trying
-// again on the new state while the head guard fails. It returns how many it
-// wrote: 0 when none was due.
-func (s *Store[V]) purgeFrom(ctx context.Context, snap *snapshot) (int, error) {
+// purgeFrom writes the first batch of expiries due on snap's state (and
+// deletes the stale index entries among them), trying again on the new
+// state while the head guard fails. It returns how many expiries it wrote,
+// and done when none was due.
+func (s *Store[V]) purgeFrom(ctx context.Context, snap *snapshot) (int, bool, error) {
 	for {
 		now := s.now(snap.head)
 		due, _ := snap.dueAt(now, s.expiryBatch())
 		if len(due) == 0 {
-			return 0, nil
+			return 0, true, nil
+		}
+		if err := s.loadDue(ctx, snap, due); err != nil {
+			if errors.Is(err, rpctypes.ErrCompacted) {
+				err = nil // etcd compacted the snapshot's revision: the caller reads a new one
+			}
+			return 0, false, err
 		}
 		t := newTxn(s, snap, now, nil)
 		t.expire(due)
 		ok, next, err := s.commitTxn(ctx, t)
 		if err != nil || ok {
-			return len(due), err
+			return t.expired, false, err
 		}
 		snap = next
 	}

@@ -36,6 +36,9 @@ type Store[V any] struct {
 	queue   []*writeReq[V] // write calls waiting for a commit, in arrival order
 	leading bool           // a caller is committing batches from queue
 
+	cacheMu sync.Mutex // guards cache
+	cache   *snapshot  // where the next write starts from, if no other store writes first; nil: read it
+
 	pinMu   sync.Mutex       // guards lease
 	lease   clientv3.LeaseID // the lease the View pins live on: 0 until the first View
 	pinNext atomic.Int64     // numbers this store's pins

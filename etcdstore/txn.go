@@ -24,6 +24,9 @@ type Txn[V any] struct {
 	firstTime int64      // the time of the first entry written (revision 1's, on an empty store)
 	lastTime  int64      // the time of the last entry written: the head's next time
 	rows      []rowEntry // every entry written, for the commit's row and the time index
+	xAdded    []pendingExpiry // expiry index entries the Txn adds
+	xDone     []pendingExpiry // expiry index entries the Txn removes (due: written or stale)
+	expired   int             // expiries written
 	ops       map[string]clientv3.Op
 	size      int                 // bytes the ops will take in the request, about
 	state     map[string]keyState // the latest entry of each key read or written
@@ -41,7 +44,7 @@ type keyState struct {
 
 func newTxn[V any](s *Store[V], snap *snapshot, now int64, prefetch []string) *Txn[V] {
 	return &Txn[V]{
-		s: s, snap: snap, now: now, seq: snap.head.seq, prefetch: prefetch,
+		s: s, snap: snap, now: now, seq: snap.head.seq, prefetch: prefetch, lastTime: snap.head.time,
 		ops: make(map[string]clientv3.Op), state: make(map[string]keyState),
 	}
 }
@@ -96,11 +99,14 @@ func (t *Txn[V]) del(k string) {
 	t.size += len(k) + 8
 }
 
-// append writes rec as key's next entry at time at, given the key's current
-// state: the entry, the key's latest, and its expiry index, where the older
-// value's pending expiry is cancelled. The commit adds the revision and
-// time index rows of all its entries.
-func (t *Txn[V]) append(key string, old keyState, rec record, at int64) {
+// append writes rec as key's next entry at time at: the entry, the key's
+// latest, and, for a TTL, its expiry index entry. The commit adds the
+// revision and time index rows of all its entries.
+//
+// The value's older expiry index entry, if any, is left in place: it is
+// stale, and whoever finds it due deletes it without writing an expiry (see
+// expire). So a Put needs no read of the key it overwrites.
+func (t *Txn[V]) append(key string, rec record, at int64) {
 	t.seq++
 	rec.rev, rec.time = t.seq, at
 	t.lastTime = at
@@ -111,23 +117,31 @@ func (t *Txn[V]) append(key string, old keyState, rec record, at int64) {
 	t.put(t.s.l.histKey(key, rec.rev), enc)
 	t.put(t.s.l.latest(key), enc)
 	t.rows = append(t.rows, rowEntry{rev: rec.rev, time: at, key: key, expiry: rec.op == revkv.OpExpire})
-	if old.ok && old.rec.op == revkv.OpPut && old.rec.hasTTL {
-		t.del(t.s.l.expiry(old.rec.expires, key))
-	}
 	if rec.hasTTL {
 		t.put(t.s.l.expiry(rec.expires, key), nil)
+		t.xAdded = append(t.xAdded, pendingExpiry{rec.expires, key})
 	}
 	t.state[key] = keyState{rec, true}
 }
 
 // expire materialises due expiries, in order, before anything else the Txn
-// writes: an OpExpire entry at exactly its ExpiresAt. The expiry index holds
-// exactly the pending expiries of live values (every write cancels the one
-// it replaces), so each is still due.
+// writes: an OpExpire entry at exactly its ExpiresAt. An index entry is
+// still due only if the key's latest entry (which the snapshot holds: see
+// loadDue) is the live value with that expiry time; any other is stale (a
+// newer write replaced the value) and is only deleted.
 func (t *Txn[V]) expire(due []pendingExpiry) {
 	for _, x := range due {
-		old := keyState{rec: record{op: revkv.OpPut, hasTTL: true, expires: x.at}, ok: true}
-		t.append(x.key, old, record{op: revkv.OpExpire}, x.at)
+		t.del(t.s.l.expiry(x.at, x.key))
+		t.xDone = append(t.xDone, x)
+		r, ok := t.snap.latest[x.key]
+		if st, seen := t.state[x.key]; seen {
+			r, ok = st.rec, st.ok
+		}
+		if !ok || r.op != revkv.OpPut || !r.hasTTL || r.expires != x.at {
+			continue
+		}
+		t.append(x.key, record{op: revkv.OpExpire}, x.at)
+		t.expired++
 	}
 }
 
@@ -192,19 +206,15 @@ func (t *Txn[V]) putValue(ctx context.Context, key string, value V, hasTTL bool,
 	if 2*len(b)+2*len(key) > t.s.opts.maxRequestBytes {
 		return detail(ErrValueTooLarge, "a value of %d bytes is sent twice; the limit is %d", len(b), t.s.opts.maxRequestBytes)
 	}
-	old, err := t.read(ctx, key)
-	if err != nil {
-		return err
-	}
-	t.append(key, old, record{op: revkv.OpPut, value: b, hasTTL: hasTTL, expires: at}, t.now)
+	t.append(key, record{op: revkv.OpPut, value: b, hasTTL: hasTTL, expires: at}, t.now)
 	return nil
 }
 
 // Delete deletes a live key; a missing or expired one is revkv.ErrNotFound.
 func (t *Txn[V]) Delete(ctx context.Context, key string) error {
-	old, err := t.live(ctx, key)
+	_, err := t.live(ctx, key)
 	if err == nil {
-		t.append(key, old, record{op: revkv.OpDelete}, t.now)
+		t.append(key, record{op: revkv.OpDelete}, t.now)
 	}
 	return keyErrOrNil("delete", key, err)
 }
@@ -234,7 +244,7 @@ func (t *Txn[V]) Persist(ctx context.Context, key string) error {
 		err = revkv.ErrNoTTL
 	}
 	if err == nil {
-		t.append(key, old, record{op: revkv.OpPut, value: old.rec.value}, t.now)
+		t.append(key, record{op: revkv.OpPut, value: old.rec.value}, t.now)
 	}
 	return keyErrOrNil("persist", key, err)
 }
@@ -242,7 +252,7 @@ func (t *Txn[V]) Persist(ctx context.Context, key string) error {
 func (t *Txn[V]) rewrite(ctx context.Context, key string, hasTTL bool, at int64) error {
 	old, err := t.live(ctx, key)
 	if err == nil {
-		t.append(key, old, record{op: revkv.OpPut, value: old.rec.value, hasTTL: hasTTL, expires: at}, t.now)
+		t.append(key, record{op: revkv.OpPut, value: old.rec.value, hasTTL: hasTTL, expires: at}, t.now)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/revkv/revkv"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // Update runs fn in a transaction and commits its writes in one etcd
@@ -43,7 +44,7 @@ func (s *Store[V]) update(ctx context.Context, keys []string, check func(now int
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	snap, err := s.readSnapshot(ctx, keys)
+	snap, err := s.snapshotFor(ctx, keys)
 	for err == nil {
 		if s.closed.Load() {
 			return 0, revkv.ErrClosed
@@ -55,6 +56,12 @@ func (s *Store[V]) update(ctx context.Context, keys []string, check func(now int
 			}
 		}
 		due, more := snap.dueAt(now, s.expiryBatch())
+		if err = s.loadDue(ctx, snap, due); err != nil {
+			if errors.Is(err, rpctypes.ErrCompacted) {
+				snap, err = s.readSnapshot(ctx, keys)
+			}
+			continue
+		}
 		t := newTxn(s, snap, now, keys)
 		t.expire(due)
 		var ferr error
@@ -112,14 +119,14 @@ func (s *Store[V]) commitTxn(ctx context.Context, t *Txn[V]) (bool, *snapshot, e
 
 // write is a store write call on one key, committed with the other write
 // calls waiting at the time (batch.go); op names it for errors.
-func (s *Store[V]) write(ctx context.Context, op, key string, check func(now int64) error, fn func(*Txn[V]) error) (revkv.Revision, error) {
+func (s *Store[V]) write(ctx context.Context, op, key string, reads bool, check func(now int64) error, fn func(*Txn[V]) error) (revkv.Revision, error) {
 	if s.closed.Load() {
 		return 0, keyErr(op, key, revkv.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, keyErr(op, key, err)
 	}
-	req := &writeReq[V]{ctx: ctx, key: key, check: check, done: make(chan struct{}), lead: make(chan struct{})}
+	req := &writeReq[V]{ctx: ctx, key: key, reads: reads, check: check, done: make(chan struct{}), lead: make(chan struct{})}
 	req.fn = func(t *Txn[V]) error {
 		err := fn(t)
 		var oe *revkv.OpError
@@ -137,7 +144,7 @@ func (s *Store[V]) write(ctx context.Context, op, key string, check func(now int
 
 // Put writes value under key, removing any TTL (Redis SET semantics).
 func (s *Store[V]) Put(ctx context.Context, key string, value V) (revkv.Revision, error) {
-	return s.write(ctx, "put", key, nil, func(t *Txn[V]) error { return t.Put(ctx, key, value) })
+	return s.write(ctx, "put", key, false, nil, func(t *Txn[V]) error { return t.Put(ctx, key, value) })
 }
 
 // PutTTL writes value under key, expiring ttl after the write's time. ttl
@@ -148,7 +155,7 @@ func (s *Store[V]) PutTTL(ctx context.Context, key string, value V, ttl time.Dur
 		return 0, keyErr("put", key, revkv.ErrInvalidTTL)
 	}
 	check := func(now int64) error { _, err := expiryAfter(now, ttl); return err }
-	return s.write(ctx, "put", key, check, func(t *Txn[V]) error { return t.PutTTL(ctx, key, value, ttl) })
+	return s.write(ctx, "put", key, false, check, func(t *Txn[V]) error { return t.PutTTL(ctx, key, value, ttl) })
 }
 
 // PutExpiresAt writes value under key, expiring at exactly at; an at not
@@ -158,14 +165,14 @@ func (s *Store[V]) PutExpiresAt(ctx context.Context, key string, value V, at tim
 		return 0, keyErr("put", key, detail(revkv.ErrInvalidTTL, "Unix nanoseconds cannot hold the expiry %v", at))
 	}
 	check := func(now int64) error { _, err := expiryAt(now, at); return err }
-	return s.write(ctx, "put", key, check, func(t *Txn[V]) error { return t.PutExpiresAt(ctx, key, value, at) })
+	return s.write(ctx, "put", key, false, check, func(t *Txn[V]) error { return t.PutExpiresAt(ctx, key, value, at) })
 }
 
 // CompareAndPut writes value under key only if the key's live entry was made
 // at modRev (0: the key must be missing or expired); else revkv.ErrConflict
 // and nothing is written. A successful one writes like Put.
 func (s *Store[V]) CompareAndPut(ctx context.Context, key string, modRev revkv.Revision, value V) (revkv.Revision, error) {
-	return s.write(ctx, "compare-and-put", key, nil, func(t *Txn[V]) error {
+	return s.write(ctx, "compare-and-put", key, true, nil, func(t *Txn[V]) error {
 		st, err := t.read(ctx, key)
 		if err != nil {
 			return err
@@ -185,7 +192,7 @@ func (s *Store[V]) CompareAndPut(ctx context.Context, key string, modRev revkv.R
 
 // Delete deletes a live key; a missing or expired one is revkv.ErrNotFound.
 func (s *Store[V]) Delete(ctx context.Context, key string) (revkv.Revision, error) {
-	return s.write(ctx, "delete", key, nil, func(t *Txn[V]) error { return t.Delete(ctx, key) })
+	return s.write(ctx, "delete", key, true, nil, func(t *Txn[V]) error { return t.Delete(ctx, key) })
 }
 
 // Expire gives a live key a new TTL, as a new OpPut revision with the same
@@ -195,7 +202,7 @@ func (s *Store[V]) Expire(ctx context.Context, key string, ttl time.Duration) (r
 		return 0, keyErr("expire", key, revkv.ErrInvalidTTL)
 	}
 	check := func(now int64) error { _, err := expiryAfter(now, ttl); return err }
-	return s.write(ctx, "expire", key, check, func(t *Txn[V]) error { return t.Expire(ctx, key, ttl) })
+	return s.write(ctx, "expire", key, true, check, func(t *Txn[V]) error { return t.Expire(ctx, key, ttl) })
 }
 
 // ExpireAt gives a live key the expiry time at, exactly.
@@ -204,11 +211,11 @@ func (s *Store[V]) ExpireAt(ctx context.Context, key string, at time.Time) (revk
 		return 0, keyErr("expire", key, detail(revkv.ErrInvalidTTL, "Unix nanoseconds cannot hold the expiry %v", at))
 	}
 	check := func(now int64) error { _, err := expiryAt(now, at); return err }
-	return s.write(ctx, "expire", key, check, func(t *Txn[V]) error { return t.ExpireAt(ctx, key, at) })
+	return s.write(ctx, "expire", key, true, check, func(t *Txn[V]) error { return t.ExpireAt(ctx, key, at) })
 }
 
 // Persist removes a live key's TTL, as a new OpPut revision with the same
 // value: revkv.ErrNotFound for a missing key, revkv.ErrNoTTL for one without.
 func (s *Store[V]) Persist(ctx context.Context, key string) (revkv.Revision, error) {
-	return s.write(ctx, "persist", key, nil, func(t *Txn[V]) error { return t.Persist(ctx, key) })
+	return s.write(ctx, "persist", key, true, nil, func(t *Txn[V]) error { return t.Persist(ctx, key) })
 }
