@@ -57,9 +57,9 @@
 //	floor                        the compaction floor: revision, its time; the trim floor
 //	k/<key>                      the key's latest entry, tombstones included
 //	h/<key>\x00\x01<inv rev>     one history entry: op, time, expiry, value
-//	x/<expires hex><key>         a pending expiry, ordered by (time, key)
-//	r/<rev hex>                  each revision's key and time, in revision order
-//	t/<inv time><inv rev>        the time index, newest first
+//	x/<expires hex><key>         the expiry index, ordered by (time, key)
+//	r/<last rev hex>             a commit's row: each entry's revision, time and key
+//	t/<inv time><inv rev>        the time index: the last revision of each time, newest first
 //	p/<store>.<n>                an open View's pinned revision, on a lease
 //
 // <inv rev> is the 16 hex digits of MaxInt64-rev, so a key's history is
@@ -69,23 +69,36 @@
 //
 // # Design: how a revision and its time are assigned
 //
-// A write reads, in one request, the head, the first pending expiries and
-// the latest entries of the keys it names. Its time is the later of the
-// store's clock and the head's time, so times never decrease along
+// A write reads, in one request, the head, the first entries of the expiry
+// index and the latest entries of the keys it must see (Delete, Expire,
+// Persist, CompareAndPut read their key; Put does not). Its time is the later
+// of the store's clock and the head's time, so times never decrease along
 // revisions whatever the stores' clocks say. It materialises the expiries
 // due at that time (each an OpExpire entry at exactly its ExpiresAt, taking
 // the next revision), then its own entries take the revisions after them.
-// It commits everything (history entries, latest entries, index rows, the
-// expiry index, the new head) in one etcd transaction guarded by "the head's
-// ModRevision is what I read". Every write of every store rewrites the head,
-// so if the guard holds nothing revkv wrote changed in between: the write
-// is serializable against all stores, its revisions follow the head's with
-// no gap, and no two stores ever write one expiry twice. If the guard fails,
-// the same request's else branch returns the new snapshot and the write
-// runs again. A retried write can never land twice: a write that did commit
-// has moved the head, so its retry's guard fails. A write whose outcome is
-// unknown (the connection broke during the commit) is returned as an error,
-// never retried blindly.
+// It commits everything (history entries, latest entries, the commit's
+// revision and time rows, the expiry index, the new head) in one etcd
+// transaction guarded by "the head's ModRevision is what I read". Every
+// write of every store rewrites the head, so if the guard holds nothing
+// revkv wrote changed in between: the write is serializable against all
+// stores, its revisions follow the head's with no gap, and no two stores
+// ever write one expiry twice. If the guard fails, the same request's else
+// branch returns the new snapshot and the write runs again. A retried write
+// can never land twice: a write that did commit has moved the head, so its
+// retry's guard fails. A write whose outcome is unknown (the connection
+// broke during the commit) is returned as an error, never retried blindly.
+//
+// Two things make the common case cheap. A store keeps the snapshot its own
+// last commit left, so a Put that follows it sends its commit at once: one
+// round trip (a stale cache only fails the guard). And a store's concurrent
+// write calls are carried by one commit (group commit), each its own
+// revision, so they share round trips instead of racing for the head.
+//
+// A Put does not read the value it replaces, so the expiry index entry of
+// an older value with a TTL is left behind, stale. Whoever finds an index
+// entry due reads the key's latest entry: if it is still the value with
+// that expiry time, the expiry is written; otherwise the stale entry is
+// only deleted. Stale entries cost the expiry pass a little work each, once.
 //
 // Reads are etcd's linearizable reads, so with the head guard the stores
 // form one linearizable store: the porcupine test checks this over two

@@ -16,8 +16,8 @@ import (
 //	root+"floor"                   the compaction floor: revision and its time
 //	root+"k/"+key                  the key's latest entry (tombstones included)
 //	root+"h/"+esc(key)+"\x00\x01"+inv(rev)   one entry of the key's history
-//	root+"x/"+hex(expiresAt)+key   a pending expiry, ordered by (time, key)
-//	root+"r/"+hex(rev)             the key and time of each revision, in order
+//	root+"x/"+hex(expiresAt)+key   the expiry index, ordered by (time, key); may be stale
+//	root+"r/"+hex(last rev)        a commit's row: the revision, time and key of each entry
 //	root+"t/"+inv(time)+inv(rev)   the time index: newest time first
 //	root+"p/"+id                   a View's pin (a revision), on the store's lease
 //

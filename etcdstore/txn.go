@@ -19,11 +19,11 @@ import (
 type Txn[V any] struct {
 	s         *Store[V]
 	snap      *snapshot
-	now       int64      // the time of every entry the Txn writes (not of expiries)
-	seq       int64      // the last revision taken
-	firstTime int64      // the time of the first entry written (revision 1's, on an empty store)
-	lastTime  int64      // the time of the last entry written: the head's next time
-	rows      []rowEntry // every entry written, for the commit's row and the time index
+	now       int64           // the time of every entry the Txn writes (not of expiries)
+	seq       int64           // the last revision taken
+	firstTime int64           // the time of the first entry written (revision 1's, on an empty store)
+	lastTime  int64           // the time of the last entry written: the head's next time
+	rows      []rowEntry      // every entry written, for the commit's row and the time index
 	xAdded    []pendingExpiry // expiry index entries the Txn adds
 	xDone     []pendingExpiry // expiry index entries the Txn removes (due: written or stale)
 	expired   int             // expiries written
