@@ -20,6 +20,7 @@ type options struct {
 	maxRequestBytes int
 	maxTxnOps       int
 	wrapKV          func(clientv3.KV) clientv3.KV // tests count round trips with it
+	afterReplay     func()                        // tests compact etcd between a Watch's replay and its follow
 }
 
 func defaultOptions() options {
