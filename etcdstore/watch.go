@@ -42,6 +42,9 @@ func (s *Store[V]) Watch(ctx context.Context, prefix string, from revkv.Revision
 		defer cancel()
 		for {
 			etcdRev, ok, err := s.replay(wctx, prefix, &next, yield)
+			if ok && err == nil && s.opts.afterReplay != nil {
+				s.opts.afterReplay()
+			}
 			if ok && err == nil {
 				ok, err = s.follow(wctx, prefix, etcdRev, &next, yield)
 			}
