@@ -59,6 +59,13 @@ func TestBasics(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "x", v)
 
+	checkBasicsCompaction(t, s)
+}
+
+// checkBasicsCompaction goes on from TestBasics's state: a View, a
+// missing key, and compaction at and above a tombstone.
+func checkBasicsCompaction(t *testing.T, s *etcdstore.Store[string]) {
+	ctx := ctxT(t)
 	vw, err := s.At(ctx, 2)
 	require.NoError(t, err)
 	n, err := vw.Len(ctx)
@@ -71,11 +78,11 @@ func TestBasics(t *testing.T) {
 	require.NoError(t, s.Compact(ctx, 3))
 	_, _, err = s.GetAt(ctx, "a", 2)
 	require.ErrorIs(t, err, revkv.ErrCompacted)
-	v, ok, err = s.GetAt(ctx, "a", 3)
+	v, ok, err := s.GetAt(ctx, "a", 3)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "1", v)
-	h, err = s.History(ctx, "b")
+	h, err := s.History(ctx, "b")
 	require.NoError(t, err)
 	require.Len(t, h, 1, "a tombstone at the compaction revision stays")
 	require.NoError(t, s.Compact(ctx, 4))

@@ -31,9 +31,8 @@ func TestOpenErrors(t *testing.T) {
 }
 
 // TestHostileInputs: the empty key is an ordinary key (as in the root
-// package); a TTL <= 0, a cancelled ctx, a value over etcd's request limit
-// and an Update over its transaction limit get clear errors and write
-// nothing; after Close writes are ErrClosed and reads still answer.
+// package); a TTL <= 0, an expiry in the past, a cancelled ctx and an
+// expired one get clear errors and write nothing.
 func TestHostileInputs(t *testing.T) {
 	_, cli := single(t)
 	ctx := ctxT(t)
@@ -75,7 +74,22 @@ func TestHostileInputs(t *testing.T) {
 	time.Sleep(time.Millisecond)
 	_, err = s.Delete(expired, "")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, before, rev(), "nothing was written")
+}
 
+// TestEtcdLimits: a value over etcd's request limit (sent twice: over half
+// of it) and an Update over its transaction limit are refused with clear
+// errors, writing nothing; after Close writes are ErrClosed and reads still
+// answer; a Txn used after its Update is ErrClosed.
+func TestEtcdLimits(t *testing.T) {
+	_, cli := single(t)
+	ctx := ctxT(t)
+	s, err := etcdstore.Open(ctx, cli, "limits", revkv.BytesCodec())
+	require.NoError(t, err)
+	rev := func() revkv.Revision { r, err := s.Rev(ctx); require.NoError(t, err); return r }
+	_, err = s.Put(ctx, "", []byte("empty key"))
+	require.NoError(t, err)
+	before := rev()
 	big := []byte(strings.Repeat("x", 2<<20))
 	_, err = s.Put(ctx, "big", big)
 	require.ErrorIs(t, err, etcdstore.ErrValueTooLarge)
@@ -102,7 +116,7 @@ func TestHostileInputs(t *testing.T) {
 	_, err = s.Put(ctx, "k", nil)
 	require.ErrorIs(t, err, revkv.ErrClosed)
 	require.ErrorIs(t, s.Compact(ctx, 1), revkv.ErrClosed)
-	_, ok, err = s.Get(ctx, "")
+	_, ok, err := s.Get(ctx, "")
 	require.NoError(t, err)
 	require.True(t, ok, "reads answer after Close")
 	other, err := etcdstore.Open(ctx, cli, "other", revkv.BytesCodec())

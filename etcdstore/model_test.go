@@ -116,19 +116,8 @@ func (m *modelRun) step() {
 		a, ae := m.ref.CompareAndPut(k, mod, v)
 		b, be := m.st.CompareAndPut(ctx, k, mod, v)
 		m.same("compare and put "+k, a, ae, b, be)
-	case 5:
-		a, ae := m.ref.Delete(k)
-		b, be := m.st.Delete(ctx, k)
-		m.same("delete "+k, a, ae, b, be)
-	case 6:
-		d := m.ttl()
-		a, ae := m.ref.Expire(k, d)
-		b, be := m.st.Expire(ctx, k, d)
-		m.same("expire "+k, a, ae, b, be)
-	case 7:
-		a, ae := m.ref.Persist(k)
-		b, be := m.st.Persist(ctx, k)
-		m.same("persist "+k, a, ae, b, be)
+	case 5, 6, 7:
+		m.keyStep(k)
 	case 8:
 		a := m.ref.PurgeExpired()
 		b, err := m.st.PurgeExpired(ctx)
@@ -151,6 +140,26 @@ func (m *modelRun) step() {
 		m.now = m.now.Add(time.Duration(m.rng.Intn(3000)) * time.Millisecond)
 	}
 	m.times = append(m.times, m.now)
+}
+
+// keyStep is a Delete, Expire or Persist of k.
+func (m *modelRun) keyStep(k string) {
+	ctx := m.ctx
+	switch m.rng.Intn(3) {
+	case 0:
+		a, ae := m.ref.Delete(k)
+		b, be := m.st.Delete(ctx, k)
+		m.same("delete "+k, a, ae, b, be)
+	case 1:
+		d := m.ttl()
+		a, ae := m.ref.Expire(k, d)
+		b, be := m.st.Expire(ctx, k, d)
+		m.same("expire "+k, a, ae, b, be)
+	default:
+		a, ae := m.ref.Persist(k)
+		b, be := m.st.Persist(ctx, k)
+		m.same("persist "+k, a, ae, b, be)
+	}
 }
 
 func (m *modelRun) update(k, v string) {

@@ -115,6 +115,13 @@ func TestEtcdCompaction(t *testing.T) {
 	_, err = cli.Get(ctx, "compaction", clientv3.WithRev(2))
 	require.Error(t, err, "etcd compacted its history")
 	view()
+	checkSixty(t, s)
+}
+
+// checkSixty checks every read of the past after TestEtcdCompaction's run:
+// 60 puts, revision i putting i under k(i%3) at 2,000,000,000 + i seconds.
+func checkSixty(t *testing.T, s *etcdstore.Store[int]) {
+	ctx := ctxT(t)
 	for k := range 3 {
 		key := fmt.Sprint("k", k)
 		h, err := s.History(ctx, key)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/revkv/revkv"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/revkv/revkv/etcdstore"
 )
@@ -47,19 +48,7 @@ func TestWatch(t *testing.T) {
 			seen.Add(1)
 		}
 	})
-	for i := 10; i < 40; i++ {
-		s := stores[i%2]
-		_, err := s.Put(ctx, fmt.Sprint("p/", i%3), i)
-		require.NoError(t, err)
-		_, err = s.Put(ctx, "q/other", i) // another prefix: not watched
-		require.NoError(t, err)
-		if i == 20 {
-			resp, err := cli.Get(ctx, "x")
-			require.NoError(t, err)
-			_, err = cli.Compact(ctx, resp.Header.Revision)
-			require.NoError(t, err)
-		}
-	}
+	writeWatched(t, cli, stores)
 	_, err := stores[1].PutTTL(ctx, "p/ttl", 99, time.Millisecond)
 	require.NoError(t, err)
 	time.Sleep(2 * time.Millisecond)
@@ -83,6 +72,25 @@ func TestWatch(t *testing.T) {
 		require.Equal(t, want[i].Op, got[i].Op)
 	}
 	require.Equal(t, revkv.OpExpire, got[41].Op)
+}
+
+// writeWatched writes 30 entries under p/ and 30 under q/ from two stores,
+// with an etcd compaction in the middle.
+func writeWatched(t *testing.T, cli *clientv3.Client, stores []*etcdstore.Store[int]) {
+	ctx := ctxT(t)
+	for i := 10; i < 40; i++ {
+		s := stores[i%2]
+		_, err := s.Put(ctx, fmt.Sprint("p/", i%3), i)
+		require.NoError(t, err)
+		_, err = s.Put(ctx, "q/other", i) // another prefix: not watched
+		require.NoError(t, err)
+		if i == 20 {
+			resp, err := cli.Get(ctx, "x")
+			require.NoError(t, err)
+			_, err = cli.Compact(ctx, resp.Header.Revision)
+			require.NoError(t, err)
+		}
+	}
 }
 
 func sortByRev[V any](es []revkv.Entry[V]) {

@@ -40,21 +40,16 @@ func run() error {
 	defer stop()
 
 	// Two services, each with its own client and store, on one prefix.
-	var stores [2]*etcdstore.Store[string]
-	for i := range stores {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop()})
-		if err != nil {
-			return err
-		}
-		defer cli.Close()
-		s, err := etcdstore.Open(ctx, cli, "inventory", revkv.StringCodec(), etcdstore.WithExpiryInterval(50*time.Millisecond))
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		stores[i] = s
+	a, closeA, err := openStore(ctx, endpoint)
+	if err != nil {
+		return err
 	}
-	a, b := stores[0], stores[1]
+	defer closeA()
+	b, closeB, err := openStore(ctx, endpoint)
+	if err != nil {
+		return err
+	}
+	defer closeB()
 
 	r1, err := a.Put(ctx, "widget", "12 in stock")
 	if err != nil {
@@ -78,6 +73,12 @@ func run() error {
 	fmt.Printf("b reads revision %d, written by a: %s\n", r1, old)
 
 	time.Sleep(400 * time.Millisecond) // both expirers run; the expiry is written once
+	return afterExpiry(ctx, endpoint, a, r1)
+}
+
+// afterExpiry prints the lock's history, then compacts etcd and reads the
+// past again.
+func afterExpiry(ctx context.Context, endpoint string, a *etcdstore.Store[string], r1 revkv.Revision) error {
 	h, err := a.History(ctx, "lock/widget")
 	if err != nil {
 		return err
@@ -99,12 +100,27 @@ func run() error {
 	if _, err := admin.Compact(ctx, now.Header.Revision); err != nil {
 		return fmt.Errorf("compacting etcd: %w", err)
 	}
-	old, _, err = a.GetAt(ctx, "widget", r1)
+	old, _, err := a.GetAt(ctx, "widget", r1)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("after etcd's compaction, revision %d still reads %q\n", r1, old)
 	return nil
+}
+
+// openStore opens a store on the "inventory" prefix with a client of its
+// own, as a separate service would; the returned func closes both.
+func openStore(ctx context.Context, endpoint string) (*etcdstore.Store[string], func(), error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := etcdstore.Open(ctx, cli, "inventory", revkv.StringCodec(), etcdstore.WithExpiryInterval(50*time.Millisecond))
+	if err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	return s, func() { s.Close(); cli.Close() }, nil
 }
 
 // startEtcd starts a one-member etcd on a free port in a temporary directory.
