@@ -44,10 +44,11 @@ type Store[V any] struct {
 	pinNext atomic.Int64     // numbers this store's pins
 }
 
-// Open returns the store under prefix on the cluster cli talks to. It reads
-// nothing but checks that the cluster answers (one read, within ctx); it
-// starts a goroutine only for WithExpiryInterval and WithTrimInterval. The
-// store does not own cli: Close leaves it open.
+// Open returns the store under prefix on the cluster cli talks to. It writes
+// nothing, and checks that the cluster answers (one read, within ctx). It
+// starts a goroutine only for WithExpiryInterval, WithTrimInterval, and (at
+// the first View or Scan) to keep its pins' lease alive; Close ends them.
+// The store does not own cli: Close leaves it open.
 //
 // A nil client or codec, a prefix holding a zero byte and a negative option
 // are errors, not panics.
