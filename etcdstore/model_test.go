@@ -55,7 +55,8 @@ type modelRun struct {
 	rng   *rand.Rand
 	now   time.Time
 	ref   *revkv.Store[string]
-	st    *etcdstore.Store[string]
+	st    *etcdstore.Store[string]   // the store of this step: one of sts
+	sts   []*etcdstore.Store[string] // stores on one prefix
 	keys  []string
 	times []time.Time // a time of each step, to read as of
 	trim  bool        // the stores cap history: Trim is one of the operations
@@ -91,6 +92,7 @@ func (m *modelRun) same(op string, wantRev revkv.Revision, wantErr error, gotRev
 
 // step runs one random operation on both stores.
 func (m *modelRun) step() {
+	m.st = m.sts[m.rng.Intn(len(m.sts))]
 	ctx, k, v := m.ctx, m.key(), fmt.Sprint(m.rng.Intn(100))
 	switch m.rng.Intn(16) {
 	case 0, 1:
@@ -136,10 +138,26 @@ func (m *modelRun) step() {
 		m.compact()
 	case 11:
 		m.now = m.now.Add(-time.Duration(m.rng.Intn(2000)) * time.Millisecond) // the clock goes back
+	case 12:
+		if len(m.keys) > 20 && m.rng.Intn(4) == 0 {
+			m.burst()
+		}
 	default:
 		m.now = m.now.Add(time.Duration(m.rng.Intn(3000)) * time.Millisecond)
 	}
 	m.times = append(m.times, m.now)
+}
+
+// burst gives every key a TTL of at most a second, from both stores, so that
+// more expiries fall due together than one commit carries.
+func (m *modelRun) burst() {
+	for i, k := range m.keys {
+		d := time.Duration(1+m.rng.Intn(1000)) * time.Millisecond
+		a, ae := m.ref.PutTTL(k, "burst", d)
+		b, be := m.sts[i%len(m.sts)].PutTTL(m.ctx, k, "burst", d)
+		m.same("burst "+k, a, ae, b, be)
+	}
+	m.now = m.now.Add(2 * time.Second)
 }
 
 // keyStep is a Delete, Expire or Persist of k.
@@ -234,7 +252,7 @@ func (m *modelRun) check() {
 	n, err := m.st.Len(ctx)
 	require.NoError(m.t, err)
 	require.Equal(m.t, m.ref.Len(), n, "len")
-	for _, k := range m.keys {
+	for _, k := range m.sample() {
 		a, aok := m.ref.GetEntry(k)
 		b, bok, err := m.st.GetEntry(ctx, k)
 		require.NoError(m.t, err)
@@ -310,6 +328,18 @@ func (m *modelRun) checkViews() {
 	}
 }
 
+// sample returns the keys check reads: all of a few, six of many.
+func (m *modelRun) sample() []string {
+	if len(m.keys) <= 6 {
+		return m.keys
+	}
+	var ks []string
+	for range 6 {
+		ks = append(ks, m.key())
+	}
+	return ks
+}
+
 func (m *modelRun) sameView(a *revkv.View[string], b *etcdstore.View[string], msg string) {
 	defer a.Close()
 	defer b.Close()
@@ -328,7 +358,7 @@ func (m *modelRun) sameView(a *revkv.View[string], b *etcdstore.View[string], ms
 	for i := range want {
 		sameEntry(m.t, want[i], got[i], msg)
 	}
-	for _, k := range m.keys {
+	for _, k := range m.sample() {
 		av, aok := a.Get(k)
 		bv, bok, err := b.Get(m.ctx, k)
 		require.NoError(m.t, err)
@@ -347,17 +377,31 @@ func (m *modelRun) sameView(a *revkv.View[string], b *etcdstore.View[string], ms
 // TestModel checks the etcdstore against the root package's store, step by
 // step, over random operations with a clock that jumps and goes back.
 // -seed replays a run; -soak runs many more.
-func TestModel(t *testing.T) { testModel(t, "model") }
+func TestModel(t *testing.T) { testModel(t, "model", 1, fewKeys) }
 
 // TestModelMaxHistory is TestModel with WithMaxHistory(2) on both stores,
 // and Trim among the operations: the cut at twice the cap on write, the cut
 // to the cap by Trim, ErrCompacted below a trimmed key's oldest entry, and
 // Floor.
 func TestModelMaxHistory(t *testing.T) {
-	testModel(t, "maxhistory", revkv.WithMaxHistory(2))
+	testModel(t, "maxhistory", 1, fewKeys, revkv.WithMaxHistory(2))
 }
 
-func testModel(t *testing.T, name string, refOpts ...revkv.Option) {
+// TestModelTwoStores is TestModel with each step sent to one of two stores
+// on one prefix, over 40 keys: every store's cached snapshot goes stale
+// when the other writes, and more expiries fall due at once than one
+// commit carries.
+func TestModelTwoStores(t *testing.T) {
+	var keys []string
+	for i := range 40 {
+		keys = append(keys, fmt.Sprintf("k%02d", i))
+	}
+	testModel(t, "twostores", 2, keys)
+}
+
+var fewKeys = []string{"", "a", "a\x00", "ab", "b"}
+
+func testModel(t *testing.T, name string, stores int, keys []string, refOpts ...revkv.Option) {
 	_, cli := single(t)
 	seed := *modelSeed
 	if seed == 0 {
@@ -371,20 +415,25 @@ func testModel(t *testing.T, name string, refOpts ...revkv.Option) {
 		seed := seed + int64(run)
 		t.Logf("seed %d", seed)
 		m := &modelRun{t: t, ctx: ctxT(t), rng: rand.New(rand.NewSource(seed)), now: time.Unix(1_700_000_000, 0),
-			keys: []string{"", "a", "a\x00", "ab", "b"}, trim: len(refOpts) > 0, revTime: map[revkv.Revision]time.Time{}}
+			keys: keys, trim: len(refOpts) > 0, revTime: map[revkv.Revision]time.Time{}}
 		m.ref = revkv.New[string](append(refOpts, revkv.WithClock(m.clock))...)
 		opts := []etcdstore.Option{etcdstore.WithClock(m.clock)}
 		if m.trim {
 			opts = append(opts, etcdstore.WithMaxHistory(2))
 		}
-		var err error
-		m.st, err = etcdstore.Open(m.ctx, cli, fmt.Sprint(name, seed), revkv.StringCodec(), opts...)
-		require.NoError(t, err)
+		for range stores {
+			st, err := etcdstore.Open(m.ctx, cli, fmt.Sprint(name, seed), revkv.StringCodec(), opts...)
+			require.NoError(t, err)
+			m.sts = append(m.sts, st)
+		}
+		m.st = m.sts[0]
 		for range steps {
 			m.step()
 			m.check()
 		}
-		require.NoError(t, m.st.Close())
+		for _, st := range m.sts {
+			require.NoError(t, st.Close())
+		}
 		require.NoError(t, m.ref.Close())
 	}
 }
