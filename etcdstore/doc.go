@@ -39,7 +39,12 @@
 //     store keep what it needs; a process that dies without closing its
 //     Views releases them when its lease runs out (30 s).
 //   - Scan yields (entry, error) pairs and reads the state current when the
-//     iteration began, through a pinned View.
+//     iteration began, through a pinned View. Opening a View (At, AsOf, and
+//     so each Scan) writes its pin key and Close deletes it: two small
+//     writes to etcd, which take no revkv revision.
+//   - A Watch yields etcd's error and ends if its stream breaks (an
+//     election, a lost member: etcd's watch requires a leader); the caller
+//     starts again from the revision after the last entry it got.
 //   - The trimmer (WithTrimInterval) runs Trim on each tick: one pass over
 //     every key, not the root package's random sampling.
 //   - Close ends the store's goroutines and its writes (revkv.ErrClosed); it

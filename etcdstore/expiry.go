@@ -88,15 +88,7 @@ func (s *Store[V]) expirer(interval time.Duration) {
 // tickContext is the context of one tick of a goroutine: done at Close, or
 // after a few intervals (a tick must not hang on a lost cluster).
 func (s *Store[V]) tickContext(interval time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.Background(), max(5*time.Second, 4*interval))
-	go func() {
-		select {
-		case <-s.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return context.WithTimeout(s.life, max(5*time.Second, 4*interval))
 }
 
 // start starts the goroutines the options ask for.

@@ -28,7 +28,9 @@ type Store[V any] struct {
 
 	seen      atomic.Int64 // the highest revision this store has seen: none above it is future
 	closed    atomic.Bool
-	stop      chan struct{} // closed by Close: the goroutines end
+	stop      chan struct{}      // closed by Close: the goroutines end
+	life      context.Context    // done at Close: the goroutines' requests end
+	endLife   context.CancelFunc // ends life
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
@@ -79,10 +81,12 @@ func Open[V any](ctx context.Context, cli *clientv3.Client, prefix string, codec
 		id:    hex.EncodeToString(idb[:]),
 		stop:  make(chan struct{}),
 	}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	if o.wrapKV != nil {
 		s.kv = o.wrapKV(s.kv)
 	}
 	if _, err := s.kv.Get(ctx, s.l.head()); err != nil {
+		s.endLife()
 		return nil, fmt.Errorf("etcdstore: open %q: %w", prefix, etcdErr(ctx, err))
 	}
 	s.start()
@@ -96,6 +100,7 @@ func (s *Store[V]) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		close(s.stop)
+		s.endLife()
 		s.wg.Wait()
 		s.pinMu.Lock()
 		lease := s.lease

@@ -103,7 +103,7 @@ func (s *Store[V]) ensureLease(ctx context.Context) (clientv3.LeaseID, error) {
 	if err != nil {
 		return 0, etcdErr(ctx, err)
 	}
-	keep, cancel := context.WithCancel(context.Background())
+	keep, cancel := context.WithCancel(s.life)
 	ch, err := s.cli.KeepAlive(keep, g.ID)
 	if err != nil {
 		cancel()
