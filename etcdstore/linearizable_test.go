@@ -216,6 +216,21 @@ type acked struct {
 	key   string
 	rev   int64
 	value int
+	op    revkv.Op
+}
+
+// ackedOf returns the entries an acknowledged write made.
+func ackedOf(in linInput, out linOutput) []acked {
+	key := fmt.Sprint("k", in.key)
+	switch in.op {
+	case linPut, linCompareAndPut:
+		return []acked{{key, out.rev, in.value, revkv.OpPut}}
+	case linDelete:
+		return []acked{{key, out.rev, 0, revkv.OpDelete}}
+	case linUpdate:
+		return []acked{{key, out.rev - 1, in.value, revkv.OpPut}, {fmt.Sprint("k", (in.key+1)%linKeys), out.rev, in.value, revkv.OpPut}}
+	}
+	return nil
 }
 
 // recordHistory runs clients goroutines of ops operations each, spread over
@@ -260,8 +275,8 @@ func recordHistory(t *testing.T, stores []*etcdstore.Store[int], seed int64, cli
 				if keep {
 					history = append(history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
 				}
-				if !out.unknown && out.err == "" && (in.op == linPut || in.op == linCompareAndPut) {
-					acks = append(acks, acked{fmt.Sprint("k", in.key), out.rev, in.value})
+				if !out.unknown && out.err == "" {
+					acks = append(acks, ackedOf(in, out)...)
 				}
 				mu.Unlock()
 				if during != nil && done.Add(1) == int64(clients*ops/3) {
@@ -286,25 +301,27 @@ func checkLinearizable(t *testing.T, name string, history []porcupine.Operation)
 	}
 }
 
-// checkAcked checks that every acknowledged write is in its key's history,
-// at its revision, with its value.
+// checkAcked checks that every acknowledged write (puts, deletes, both
+// entries of an Update) is in its key's history, at its revision, with its
+// value.
 func checkAcked(t *testing.T, s *etcdstore.Store[int], acks []acked) {
 	t.Helper()
 	ctx := ctxT(t)
-	hist := map[string]map[int64]int{}
+	hist := map[string]map[int64]revkv.Entry[int]{}
 	for k := range linKeys {
 		key := fmt.Sprint("k", k)
 		h, err := s.History(ctx, key)
 		require.NoError(t, err)
-		hist[key] = map[int64]int{}
+		hist[key] = map[int64]revkv.Entry[int]{}
 		for _, e := range h {
-			hist[key][int64(e.Rev)] = e.Value
+			hist[key][int64(e.Rev)] = e
 		}
 	}
 	for _, a := range acks {
-		v, ok := hist[a.key][a.rev]
+		e, ok := hist[a.key][a.rev]
 		require.True(t, ok, "acknowledged write %+v is not in history", a)
-		require.Equal(t, a.value, v, "acknowledged write %+v", a)
+		require.Equal(t, a.value, e.Value, "acknowledged write %+v", a)
+		require.Equal(t, a.op, e.Op, "acknowledged write %+v", a)
 	}
 }
 
