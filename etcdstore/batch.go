@@ -137,7 +137,7 @@ func (s *Store[V]) commitBatch(batch []*writeReq[V]) {
 	if len(batch) == 1 {
 		check = batch[0].check // the root package's order: refused before expiries
 	}
-	_, err := s.update(ctx, keys, check, func(t *Txn[V]) error {
+	_, err := s.update(ctx, keys, false, check, func(t *Txn[V]) error {
 		for _, r := range batch {
 			r.rev, r.err = 0, nil
 			if len(batch) > 1 && r.check != nil {

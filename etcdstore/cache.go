@@ -19,9 +19,9 @@ import (
 // so a stale cache costs one round trip, never a wrong write.
 
 // snapshotFor returns the snapshot a write starts from: the cache if the
-// write reads no key, else a fresh read.
-func (s *Store[V]) snapshotFor(ctx context.Context, keys []string) (*snapshot, error) {
-	if len(keys) == 0 {
+// write reads no key and need not be fresh, else a fresh read.
+func (s *Store[V]) snapshotFor(ctx context.Context, keys []string, fresh bool) (*snapshot, error) {
+	if len(keys) == 0 && !fresh {
 		s.cacheMu.Lock()
 		c := s.cache
 		s.cacheMu.Unlock()

@@ -308,3 +308,30 @@ func TestRoundTrips(t *testing.T) {
 	require.EqualValues(t, 2, trips(func() { _, _, err = s.GetAsOf(ctx, "hot", time.Now()) }), "get as of")
 	require.NoError(t, err)
 }
+
+// TestUpdateReadsFresh: an Update that only reads sees what another store
+// wrote since this store's last commit, and returns the latest revision.
+func TestUpdateReadsFresh(t *testing.T) {
+	_, cli := single(t)
+	ctx := ctxT(t)
+	stores := make([]*etcdstore.Store[int], 2)
+	for i := range stores {
+		s, err := etcdstore.Open(ctx, cli, "fresh", revkv.JSONCodec[int]())
+		require.NoError(t, err)
+		defer s.Close()
+		stores[i] = s
+	}
+	_, err := stores[0].Put(ctx, "k", 1)
+	require.NoError(t, err)
+	r2, err := stores[1].Put(ctx, "k", 2)
+	require.NoError(t, err)
+	var got int
+	rev, err := stores[0].Update(ctx, func(tx *etcdstore.Txn[int]) error {
+		v, _, err := tx.Get(ctx, "k")
+		got = v
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, got)
+	require.Equal(t, r2, rev)
+}

@@ -23,7 +23,7 @@ import (
 // Update return that failure. Expiries due at the Update's time are written
 // before fn's writes (with revisions of their own) whatever fn returns.
 func (s *Store[V]) Update(ctx context.Context, fn func(tx *Txn[V]) error) (revkv.Revision, error) {
-	rev, err := s.update(ctx, nil, nil, fn)
+	rev, err := s.update(ctx, nil, true, nil, fn)
 	if err != nil {
 		var op *revkv.OpError
 		if !errors.As(err, &op) {
@@ -37,14 +37,19 @@ func (s *Store[V]) Update(ctx context.Context, fn func(tx *Txn[V]) error) (revkv
 // keys), lets check refuse the write at its time before anything is
 // written, materialises the expiries due, runs fn, and commits, again and
 // again until the head guard holds.
-func (s *Store[V]) update(ctx context.Context, keys []string, check func(now int64) error, fn func(*Txn[V]) error) (int64, error) {
+//
+// Unless fresh, a write that names no keys starts from the store's cached
+// snapshot; the guard makes that safe for whatever it commits, but not for
+// what it answers without committing (a read-only Update), so Update always
+// reads a fresh one.
+func (s *Store[V]) update(ctx context.Context, keys []string, fresh bool, check func(now int64) error, fn func(*Txn[V]) error) (int64, error) {
 	if s.closed.Load() {
 		return 0, revkv.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	snap, err := s.snapshotFor(ctx, keys)
+	snap, err := s.snapshotFor(ctx, keys, fresh)
 	for err == nil {
 		if s.closed.Load() {
 			return 0, revkv.ErrClosed
