@@ -11,6 +11,7 @@ require (
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
+	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 )
 
