@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 )
@@ -47,10 +48,14 @@ func (s *Store[V]) submit(req *writeReq[V]) (int64, error) {
 			req.lead = nil // led: wait for done only
 		case <-req.ctx.Done():
 			if s.withdraw(req) {
-				return 0, req.ctx.Err()
+				return 0, req.ctx.Err() // nothing was sent
 			}
-			<-req.done // in a commit already: its outcome is known soon
-			return req.rev, req.err
+			select {
+			case <-req.done: // it was answered meanwhile
+				return req.rev, req.err
+			default: // in a commit in flight: the call ends with its ctx
+				return 0, fmt.Errorf("%w (the write was sent: it may or may not be committed)", req.ctx.Err())
+			}
 		}
 	}
 }
