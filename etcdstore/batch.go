@@ -86,7 +86,9 @@ func (s *Store[V]) isLeadClosed(req *writeReq[V]) bool {
 }
 
 // lead commits batches from the queue until own is done, then hands the
-// lead over.
+// lead over. If own's ctx ends while a batch is in flight, lead returns at
+// once (own's call ends with its ctx); the batch goes on, carried by a
+// goroutine that hands the lead over when it is done. Close waits for it.
 func (s *Store[V]) lead(own *writeReq[V]) {
 	for {
 		s.batchMu.Lock()
@@ -99,7 +101,26 @@ func (s *Store[V]) lead(own *writeReq[V]) {
 			return
 		}
 		s.batchMu.Unlock()
-		s.commitBatch(batch)
+		committed := make(chan struct{})
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.commitBatch(batch)
+			close(committed)
+		}()
+		select {
+		case <-committed:
+		case <-own.ctx.Done():
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				<-committed
+				s.batchMu.Lock()
+				s.handOffLocked()
+				s.batchMu.Unlock()
+			}()
+			return
+		}
 		select {
 		case <-own.done:
 			s.batchMu.Lock()
