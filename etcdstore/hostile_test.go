@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,23 @@ func TestHostileInputs(t *testing.T) {
 	}
 	_, err = s.PutExpiresAt(ctx, "k", []byte("v"), time.Now().Add(-time.Hour))
 	require.ErrorIs(t, err, revkv.ErrInvalidTTL)
+	_, err = s.PutExpiresAt(ctx, "k", []byte("v"), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))
+	require.ErrorIs(t, err, revkv.ErrInvalidTTL, "past what Unix nanoseconds hold")
+
+	_, ok, err = s.GetAsOf(ctx, "", time.Time{})
+	require.NoError(t, err, "the zero time is before revision 1")
+	require.False(t, ok)
+	_, _, err = s.GetAsOf(ctx, "", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))
+	require.ErrorIs(t, err, revkv.ErrFutureRevision)
+	_, ok, err = s.GetAt(ctx, "", math.MinInt64)
+	require.NoError(t, err)
+	require.False(t, ok)
+	v0, err := s.At(ctx, -5)
+	require.NoError(t, err)
+	n, err := v0.Len(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "a View at a revision <= 0 is empty")
+	v0.Close()
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

@@ -60,7 +60,7 @@ func (s *Store[V]) GetEntry(ctx context.Context, key string) (revkv.Entry[V], bo
 	if err != nil {
 		return revkv.Entry[V]{}, false, keyErr("get", key, err)
 	}
-	if !r.live(s.opts.clock().UnixNano()) {
+	if !r.live(unixNano(s.opts.clock())) {
 		return revkv.Entry[V]{}, false, nil
 	}
 	e, err := entry(s.codec, key, r)
@@ -258,7 +258,7 @@ func (s *Store[V]) GetAsOf(ctx context.Context, key string, t time.Time) (V, boo
 		return zero, false, keyErr("get as of", key, etcdErr(ctx, err))
 	}
 	r, ok, err := found(resp.Kvs)
-	if err != nil || !ok || !r.live(t.UnixNano()) {
+	if err != nil || !ok || !r.live(unixNano(t)) {
 		return zero, false, keyErrOrNil("get as of", key, err)
 	}
 	e, err := entry(s.codec, key, r)
@@ -279,7 +279,7 @@ func (s *Store[V]) histEnd(key string) string {
 func (s *Store[V]) revAsOf(ctx context.Context, t time.Time) (int64, error) {
 	resp, err := s.kv.Txn(ctx).Then(
 		clientv3.OpGet(s.l.head()), clientv3.OpGet(s.l.floor()),
-		clientv3.OpGet(s.l.timeSeek(t.UnixNano()), clientv3.WithRange(s.l.timeEnd()), clientv3.WithLimit(1), clientv3.WithKeysOnly()),
+		clientv3.OpGet(s.l.timeSeek(unixNano(t)), clientv3.WithRange(s.l.timeEnd()), clientv3.WithLimit(1), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
 		return 0, etcdErr(ctx, err)
@@ -292,7 +292,7 @@ func (s *Store[V]) revAsOf(ctx context.Context, t time.Time) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ns := t.UnixNano()
+	ns := unixNano(t)
 	switch now := s.now(h); {
 	case ns > now:
 		return 0, detail(revkv.ErrFutureRevision, "now is %v", time.Unix(0, now))

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/revkv/revkv"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -164,5 +166,18 @@ func (s *Store[V]) saw(rev int64) {
 // now is the time of a read or write: the later of the clock and the last
 // revision's time.
 func (s *Store[V]) now(h headState) int64 {
-	return max(s.opts.clock().UnixNano(), h.time)
+	return max(unixNano(s.opts.clock()), h.time)
+}
+
+// unixNano is t in Unix nanoseconds, clamped to what int64 holds (before
+// 1678: the lowest; after 2262: the highest), where time.Time's UnixNano is
+// undefined. The zero time.Time is so "before everything".
+func unixNano(t time.Time) int64 {
+	switch {
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }

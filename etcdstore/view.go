@@ -44,7 +44,7 @@ func (s *Store[V]) AsOf(ctx context.Context, t time.Time) (*View[V], error) {
 	rev, err := s.revAsOf(ctx, t)
 	if err == nil {
 		var v *View[V]
-		if v, err = s.openView(ctx, rev, t.UnixNano(), true); err == nil {
+		if v, err = s.openView(ctx, rev, unixNano(t), true); err == nil {
 			return v, nil
 		}
 	}
