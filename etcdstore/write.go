@@ -18,7 +18,9 @@ import (
 //
 // fn may run more than once: the commit is optimistic (like etcd's STM) and
 // fn runs again on the new state when another writer committed first. So fn
-// must have no side effects beyond the Txn. If fn returns an error nothing
+// must have no side effects beyond the Txn: calling the store's own write
+// methods from fn does not deadlock (no lock is held while fn runs), but
+// each run of fn would write again. If fn returns an error nothing
 // of fn is written and Update returns it; a Txn read that failed makes
 // Update return that failure. Expiries due at the Update's time are written
 // before fn's writes (with revisions of their own) whatever fn returns.
