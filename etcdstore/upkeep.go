@@ -211,20 +211,44 @@ func (s *Store[V]) Trim(ctx context.Context) (int, error) {
 	n := 0
 	if s.opts.maxHistory > 0 {
 		err := s.eachKeyPage(ctx, func(keys []string, _ []record, _ []int64) error {
-			for _, k := range keys {
-				d, err := s.capKey(ctx, k)
-				n += d
+			over, err := s.keysOver(ctx, keys, s.opts.maxHistory)
+			for _, k := range over {
 				if err != nil {
-					return err
+					break
 				}
+				var d int
+				d, err = s.capKey(ctx, k)
+				n += d
 			}
-			return nil
+			return err
 		})
 		if err != nil {
 			return n, &revkv.OpError{Op: "trim", Err: err}
 		}
 	}
 	return n, nil
+}
+
+// keysOver returns the keys (of one page) that may hold more than n history
+// entries: one transaction of counts. A count of n+1 may include a trim
+// marker; capKey looks again.
+func (s *Store[V]) keysOver(ctx context.Context, keys []string, n int) ([]string, error) {
+	ops := make([]clientv3.Op, len(keys))
+	for i, k := range keys {
+		from, end := s.l.histRange(k)
+		ops[i] = clientv3.OpGet(from, clientv3.WithRange(end), clientv3.WithCountOnly())
+	}
+	resp, err := s.kv.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, etcdErr(ctx, err)
+	}
+	var over []string
+	for i, k := range keys {
+		if resp.Responses[i].GetResponseRange().Count > int64(n) {
+			over = append(over, k)
+		}
+	}
+	return over, nil
 }
 
 // trimmer calls Trim every interval until Close.
