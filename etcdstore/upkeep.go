@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/revkv/revkv"
@@ -26,12 +27,18 @@ func (s *Store[V]) Compact(ctx context.Context, rev revkv.Revision) error {
 	if s.closed.Load() {
 		return &revkv.OpError{Op: "compact", Rev: rev, Err: revkv.ErrClosed}
 	}
-	if err := s.compact(ctx, int64(rev)); err != nil {
+	err := s.compact(ctx, int64(rev))
+	if err == nil {
+		_, err = s.sweepFloor(ctx)
+	}
+	if err != nil {
 		return &revkv.OpError{Op: "compact", Rev: rev, Err: err}
 	}
 	return nil
 }
 
+// compact moves the floor to rev (reads below it are then ErrCompacted);
+// sweep deletes what it no longer needs.
 func (s *Store[V]) compact(ctx context.Context, rev int64) error {
 	resp, err := s.kv.Txn(ctx).Then(clientv3.OpGet(s.l.head()), clientv3.OpGet(s.l.floor()), s.rowOf(rev)).Commit()
 	if err != nil {
@@ -63,53 +70,56 @@ func (s *Store[V]) compact(ctx context.Context, rev int64) error {
 	if !put.Succeeded { // another store moved the floor: start again from it
 		return s.compact(ctx, rev)
 	}
-	return s.sweep(ctx, rev)
+	return nil
 }
 
 // sweep deletes what no read at or above rev needs, except what a pinned
 // View needs: for each key the entries older than the one visible at rev, a
 // key whose entry at rev is a tombstone with nothing after it entirely (one at rev stays), and
 // the revision and time rows below rev.
-func (s *Store[V]) sweep(ctx context.Context, rev int64) error {
+func (s *Store[V]) sweep(ctx context.Context, rev int64) (int, error) {
 	pin, err := s.minPin(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if pin > 0 && pin < rev {
 		rev = pin
 	}
+	n := 0
 	err = s.eachKeyPage(ctx, func(keys []string, latest []record, mods []int64) error {
-		return s.sweepPage(ctx, rev, keys, latest, mods)
+		d, err := s.sweepPage(ctx, rev, keys, latest, mods)
+		n += d
+		return err
 	})
 	if err != nil {
-		return err
+		return n, err
 	}
 	resp, err := s.kv.Txn(ctx).Then(s.rowOf(rev)).Commit()
 	if err != nil {
-		return etcdErr(ctx, err)
+		return n, etcdErr(ctx, err)
 	}
 	at, err := timeIn(resp.Responses[0].GetResponseRange().Kvs, rev)
 	if err != nil {
-		return err
+		return n, err
 	}
 	_, err = s.kv.Txn(ctx).Then(
 		clientv3.OpDelete(s.l.revPrefix(), clientv3.WithRange(s.l.revRow(rev))),
 		clientv3.OpDelete(s.l.timeRow(at, rev)+"\x00", clientv3.WithRange(s.l.timeEnd())),
 	).Commit()
-	return etcdErr(ctx, err)
+	return n, etcdErr(ctx, err)
 }
 
 // sweepPage is sweep for one page of keys: one read of each key's entry at
 // rev, then one transaction of deletions. A key deleted whole is guarded by
 // its latest entry being unchanged (a write to it in between keeps it).
-func (s *Store[V]) sweepPage(ctx context.Context, rev int64, keys []string, latest []record, mods []int64) error {
+func (s *Store[V]) sweepPage(ctx context.Context, rev int64, keys []string, latest []record, mods []int64) (int, error) {
 	ops := make([]clientv3.Op, len(keys))
 	for i, k := range keys {
 		ops[i] = s.seek(k, rev)
 	}
 	resp, err := s.kv.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
-		return etcdErr(ctx, err)
+		return 0, etcdErr(ctx, err)
 	}
 	var dels []clientv3.Op
 	var guards []clientv3.Cmp
@@ -127,10 +137,19 @@ func (s *Store[V]) sweepPage(ctx context.Context, rev int64, keys []string, late
 		dels = append(dels, clientv3.OpDelete(s.l.histKey(k, r.rev)+"\x00", clientv3.WithRange(end)))
 	}
 	if len(dels) == 0 {
-		return nil
+		return 0, nil
 	}
-	_, err = s.kv.Txn(ctx).If(guards...).Then(dels...).Commit()
-	return etcdErr(ctx, err) // a failed guard leaves the page for the next compaction
+	del, err := s.kv.Txn(ctx).If(guards...).Then(dels...).Commit()
+	if err != nil || !del.Succeeded {
+		return 0, etcdErr(ctx, err) // a failed guard leaves the page for the next sweep
+	}
+	n := 0
+	for i, op := range dels {
+		if strings.HasPrefix(string(op.KeyBytes()), s.l.root+"h/") {
+			n += int(del.Responses[i].GetResponseDeleteRange().Deleted)
+		}
+	}
+	return n, nil
 }
 
 // rowOf reads the row of the commit that wrote rev: the first row at or
@@ -208,7 +227,12 @@ func (s *Store[V]) Trim(ctx context.Context) (int, error) {
 			return 0, &revkv.OpError{Op: "trim", Err: err}
 		}
 	}
-	n := 0
+	// The last compaction, applied again: it may have kept entries for
+	// Views that have closed since.
+	n, err := s.sweepFloor(ctx)
+	if err != nil {
+		return n, &revkv.OpError{Op: "trim", Err: err}
+	}
 	if s.opts.maxHistory > 0 {
 		err := s.eachKeyPage(ctx, func(keys []string, _ []record, _ []int64) error {
 			over, err := s.keysOver(ctx, keys, s.opts.maxHistory)
@@ -227,6 +251,19 @@ func (s *Store[V]) Trim(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// sweepFloor sweeps at the floor, if there has been a compaction.
+func (s *Store[V]) sweepFloor(ctx context.Context) (int, error) {
+	resp, err := s.kv.Get(ctx, s.l.floor())
+	if err != nil {
+		return 0, etcdErr(ctx, err)
+	}
+	f, err := floorOf(resp.Kvs)
+	if err != nil || f.rev == 0 {
+		return 0, err
+	}
+	return s.sweep(ctx, f.rev)
 }
 
 // keysOver returns the keys (of one page) that may hold more than n history
