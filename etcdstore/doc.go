@@ -111,20 +111,22 @@
 //
 // # Design: reads at a revision in a bounded number of round trips
 //
-// etcd can range forward with a limit in O(log n) (it sorts a reversed
-// range in full, and filters by revision after reading the whole range), so
-// history is stored newest first: the entry of key visible at revision rev is
-// the first key at or after h/<key>\x00\x01<inv rev>, one range read with
-// limit 1. GetAt is that read, with the head and the floor, in one
-// transaction: one round trip. History is one range read of h/<key> (one
-// round trip for any number of entries, within etcd's response size).
-// GetAsOf is two: the time index t/ maps a time to the last revision at or
-// before it (again the first key at or after t/<inv time>), then GetAt's
-// read. A View's Get is one; its Scan reads key names a page at a time and
-// each page's entries in one transaction. etcd's server counts a range's
-// keys in its in-memory index even with a limit, so a read of a key with R
-// entries walks up to R index items on the server (no disk reads): this
-// counting, not a round trip, is the part that grows with R.
+// etcd finds the first keys of a range with a limit in O(log n), but sorts
+// a reversed range in full, and filters by revision only after reading the
+// whole range; so history is stored newest first, and the entry of key
+// visible at revision rev is the first key at or after
+// h/<key>\x00\x01<inv rev>: one range read with limit 1. GetAt is that read
+// and the floor's, in one transaction (with the head's too, for a revision
+// above any the store has seen): one round trip. History is one range read
+// of h/<key> (one round trip for any number of entries, within etcd's
+// response size). GetAsOf is two: the time index t/ maps a time to the last
+// revision at or before it (again the first key at or after t/<inv time>),
+// then GetAt's read. Get is one read of k/<key>. A View's Get is one; its
+// Scan reads key names a page at a time and each page's entries in one
+// transaction. etcd's server counts a range's keys in its in-memory index
+// even with a limit, so a read of a key with R entries walks up to R index
+// items on the server (no disk reads): this counting, not a round trip, is
+// the part that grows with R.
 //
 // None of this reads etcd's old revisions, so etcd's compaction (its
 // auto-compaction, etcdctl compact) never makes a read fail: only revkv's
