@@ -157,9 +157,11 @@
 //     little under half of it; a larger one is ErrValueTooLarge, nothing
 //     written (WithMaxRequestBytes tells the store the cluster's limit). An
 //     Update sends all its values in one request.
-//   - Operations per transaction, --max-txn-ops (128): each write takes
-//     about five, so an Update of more than about 20 writes is
-//     ErrTooManyWrites (WithMaxTxnOps). A commit carries at most about a tenth of the limit in expiries.
+//   - Operations per transaction, --max-txn-ops (128): each write takes two
+//     (three with a TTL) and a commit three more, so an Update of more than
+//     about 40 writes is ErrTooManyWrites (WithMaxTxnOps). A commit carries
+//     at most about a tenth of the limit in expiries, and group commit about
+//     a sixth in write calls.
 //   - The database quota, --quota-backend-bytes (2 GiB by default, 8 GiB
 //     suggested maximum): revkv's history lives in etcd's database and is
 //     kept until revkv's Compact, WithRetention or WithMaxHistory drop it;
@@ -168,7 +170,7 @@
 //     etcd's "database space exceeded" alarm. Each entry costs its value
 //     twice while it is a key's latest, once after, and about 100 bytes of
 //     index rows.
-//   - The response size (--max-recv-bytes on the client, 2 GiB; gRPC's
-//     default receive limit of the client): History of a key is one
-//     response.
+//   - The response size: History of a key is one response, so a key with a
+//     very long history (hundreds of MiB of values) makes a slow read; cap
+//     it with WithMaxHistory.
 package etcdstore

@@ -21,7 +21,7 @@ var (
 
 	// ErrTooManyWrites is returned by an Update whose writes need more
 	// operations in one etcd transaction than --max-txn-ops (WithMaxTxnOps)
-	// allows: about a fifth of it, as each write takes five.
+	// allows: each write takes two, three with a TTL.
 	ErrTooManyWrites = errors.New("etcdstore: too many writes for one etcd transaction")
 
 	// ErrInvalidPrefix is returned by Open for a prefix with a zero byte,
