@@ -161,7 +161,7 @@
 //     (three with a TTL) and a commit three more, so an Update of more than
 //     about 40 writes is ErrTooManyWrites (WithMaxTxnOps). A commit carries
 //     at most about a tenth of the limit in expiries, and group commit about
-//     a sixth in write calls.
+//     an eighth in write calls.
 //   - The database quota, --quota-backend-bytes (2 GiB by default, 8 GiB
 //     suggested maximum): revkv's history lives in etcd's database and is
 //     kept until revkv's Compact, WithRetention or WithMaxHistory drop it;
