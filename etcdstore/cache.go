@@ -86,19 +86,25 @@ func (s *Store[V]) loadDue(ctx context.Context, snap *snapshot, due []pendingExp
 }
 
 // nextSnapshot is the snapshot after t committed at etcd revision etcdRev:
-// its head, and the pending expiries t's snapshot knew, less those t
-// removed, plus those it added that fall within what the snapshot knew.
+// its head, and the expiry index entries t's snapshot knew, less those t
+// deleted, plus those it added that fall within what the snapshot knew.
 func (t *Txn[V]) nextSnapshot(head headState, etcdRev int64) *snapshot {
 	head.mod = etcdRev
 	old := t.snap
+	// What the commit did to an index entry is its last operation on it.
+	op := func(x pendingExpiry) (clientv3.Op, bool) {
+		o, ok := t.ops[t.s.l.expiry(x.at, x.key)]
+		return o, ok
+	}
 	var w []pendingExpiry
 	for _, x := range old.due {
-		if !slices.Contains(t.xDone, x) {
+		if o, ok := op(x); !ok || o.IsPut() {
 			w = append(w, x)
 		}
 	}
 	for _, x := range t.xAdded {
-		if !old.more || len(old.due) == 0 || comparePending(x, old.due[len(old.due)-1]) <= 0 {
+		o, _ := op(x)
+		if o.IsPut() && (!old.more || len(old.due) == 0 || comparePending(x, old.due[len(old.due)-1]) <= 0) {
 			w = append(w, x)
 		}
 	}

@@ -25,7 +25,6 @@ type Txn[V any] struct {
 	lastTime  int64           // the time of the last entry written: the head's next time
 	rows      []rowEntry      // every entry written, for the commit's row and the time index
 	xAdded    []pendingExpiry // expiry index entries the Txn adds
-	xDone     []pendingExpiry // expiry index entries the Txn removes (due: written or stale)
 	expired   int             // expiries written
 	ops       map[string]clientv3.Op
 	size      int                 // bytes the ops will take in the request, about
@@ -132,7 +131,6 @@ func (t *Txn[V]) append(key string, rec record, at int64) {
 func (t *Txn[V]) expire(due []pendingExpiry) {
 	for _, x := range due {
 		t.del(t.s.l.expiry(x.at, x.key))
-		t.xDone = append(t.xDone, x)
 		r, ok := t.snap.latest[x.key]
 		if st, seen := t.state[x.key]; seen {
 			r, ok = st.rec, st.ok
@@ -212,9 +210,9 @@ func (t *Txn[V]) putValue(ctx context.Context, key string, value V, hasTTL bool,
 
 // Delete deletes a live key; a missing or expired one is revkv.ErrNotFound.
 func (t *Txn[V]) Delete(ctx context.Context, key string) error {
-	_, err := t.live(ctx, key)
+	old, err := t.live(ctx, key)
 	if err == nil {
-		t.append(key, record{op: revkv.OpDelete}, t.now)
+		t.replace(key, old, record{op: revkv.OpDelete})
 	}
 	return keyErrOrNil("delete", key, err)
 }
@@ -244,7 +242,7 @@ func (t *Txn[V]) Persist(ctx context.Context, key string) error {
 		err = revkv.ErrNoTTL
 	}
 	if err == nil {
-		t.append(key, record{op: revkv.OpPut, value: old.rec.value}, t.now)
+		t.replace(key, old, record{op: revkv.OpPut, value: old.rec.value})
 	}
 	return keyErrOrNil("persist", key, err)
 }
@@ -252,9 +250,19 @@ func (t *Txn[V]) Persist(ctx context.Context, key string) error {
 func (t *Txn[V]) rewrite(ctx context.Context, key string, hasTTL bool, at int64) error {
 	old, err := t.live(ctx, key)
 	if err == nil {
-		t.append(key, record{op: revkv.OpPut, value: old.rec.value, hasTTL: hasTTL, expires: at}, t.now)
+		t.replace(key, old, record{op: revkv.OpPut, value: old.rec.value, hasTTL: hasTTL, expires: at})
 	}
 	return err
+}
+
+// replace is append for a write that read the key's live entry: the
+// entry's pending expiry is deleted from the index at once, rather than left
+// stale for the expiry pass.
+func (t *Txn[V]) replace(key string, old keyState, rec record) {
+	if old.rec.hasTTL {
+		t.del(t.s.l.expiry(old.rec.expires, key))
+	}
+	t.append(key, rec, t.now)
 }
 
 // live returns key's state if it is live, else revkv.ErrNotFound.
