@@ -104,6 +104,8 @@
 // entry due reads the key's latest entry: if it is still the value with
 // that expiry time, the expiry is written; otherwise the stale entry is
 // only deleted. Stale entries cost the expiry pass a little work each, once.
+// (Delete, Expire and Persist read the key anyway, and delete its old index
+// entry at once.)
 //
 // Reads are etcd's linearizable reads, so with the head guard the stores
 // form one linearizable store: the porcupine test checks this over two
