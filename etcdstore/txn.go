@@ -60,10 +60,8 @@ func (t *Txn[V]) read(ctx context.Context, key string) (keyState, error) {
 	if r, ok := t.snap.latest[key]; ok {
 		return keyState{r, true}, nil
 	}
-	for _, k := range t.prefetch {
-		if k == key {
-			return keyState{}, nil
-		}
+	if t.snap.known[key] {
+		return keyState{}, nil // read with the snapshot: absent
 	}
 	resp, err := t.s.kv.Get(ctx, t.s.l.latest(key), clientv3.WithRev(t.snap.etcdRev))
 	if err != nil {
