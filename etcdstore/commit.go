@@ -9,7 +9,7 @@ import (
 )
 
 // A write is optimistic, like etcd's STM: it reads a snapshot (the head,
-// the first pending expiries, the latest entries of the keys it names), runs
+// the first expiry index entries, the latest entries of the keys it names), runs
 // the caller's function against it, and commits everything in one etcd
 // transaction guarded by "the head's ModRevision is still what the snapshot
 // saw". Every write of every store rewrites the head, so the guard holding
@@ -21,8 +21,8 @@ import (
 // snapshot is what a write starts from.
 type snapshot struct {
 	head    headState
-	due     []pendingExpiry   // the first pending expiries, by (time, key)
-	more    bool              // there are pending expiries after due
+	due     []pendingExpiry   // the first expiry index entries, by (time, key); some may be stale
+	more    bool              // there are index entries after due
 	latest  map[string]record // latest entries read (keys and due expiries' keys)
 	known   map[string]bool   // the keys whose latest entry was read (absent from latest: none)
 	etcdRev int64             // the etcd revision the snapshot was read at
@@ -48,8 +48,9 @@ func (s *Store[V]) snapshotOps(keys []string) []clientv3.Op {
 	return ops
 }
 
-// expiryBatch is how many expiries one commit carries: five operations each,
-// leaving room for the write that carries them.
+// expiryBatch is how many expiries one commit carries: about four
+// operations each (entry, latest, index deletion, time row), in at most half
+// the transaction, leaving the rest to the writes that carry them.
 func (s *Store[V]) expiryBatch() int { return max(1, (s.opts.maxTxnOps-16)/5/2) }
 
 func (s *Store[V]) readSnapshot(ctx context.Context, keys []string) (*snapshot, error) {
