@@ -42,9 +42,12 @@
 //     iteration began, through a pinned View. Opening a View (At, AsOf, and
 //     so each Scan) writes its pin key and Close deletes it: two small
 //     writes to etcd, which take no revkv revision.
-//   - A Watch yields etcd's error and ends if its stream breaks (an
-//     election, a lost member: etcd's watch requires a leader); the caller
-//     starts again from the revision after the last entry it got.
+//   - A Watch whose etcd stream breaks (an election, a lost member: its
+//     etcd watch requires a leader) replays from revkv's history and follows
+//     again; it yields etcd's error and ends when its reads fail, or when the
+//     stream broke three times in a row with nothing yielded in between. The
+//     caller then starts again from the revision after the last entry it
+//     got.
 //   - The trimmer (WithTrimInterval) runs Trim on each tick: one pass over
 //     every key, not the root package's random sampling.
 //   - Close ends the store's goroutines and its writes (revkv.ErrClosed); it

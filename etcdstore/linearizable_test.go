@@ -372,6 +372,7 @@ func TestLeaderLoss(t *testing.T) {
 		ops = 600
 	}
 	stores := twoStores(t, c, "leaderloss")
+	watched := watchAll(t, stores[0])
 	crashed := -1
 	history, acks := recordHistory(t, stores, 7, 4, ops, func() {
 		crashed = c.leader()
@@ -388,4 +389,59 @@ func TestLeaderLoss(t *testing.T) {
 	t.Logf("%d operations, %d acknowledged writes, %d of unknown outcome", len(history), len(acks), unknown)
 	checkLinearizable(t, "leader-loss", history)
 	checkAcked(t, stores[1], acks)
+	es, end := watched()
+	checkWatched(t, stores[1], es, end)
+}
+
+// watchAll watches every key of s from revision 1 until the returned func
+// is called, which returns the entries seen and the error the watch ended
+// with, if it ended.
+func watchAll(t *testing.T, s *etcdstore.Store[int]) func() ([]revkv.Entry[int], error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		es  []revkv.Entry[int]
+		end error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e, err := range s.Watch(ctx, "", 1) {
+			if err != nil {
+				end = err
+				return
+			}
+			es = append(es, e)
+		}
+	}()
+	return func() ([]revkv.Entry[int], error) {
+		time.Sleep(500 * time.Millisecond) // the last entries arrive
+		cancel()
+		<-done
+		if errors.Is(end, context.Canceled) {
+			end = nil
+		}
+		return es, end
+	}
+}
+
+// checkWatched checks that a watch yielded history without a gap, in
+// revision order: all of it if it lasted (the watch goes on across an
+// election), a prefix of it if it ended with an error.
+func checkWatched(t *testing.T, s *etcdstore.Store[int], es []revkv.Entry[int], end error) {
+	t.Helper()
+	var all []revkv.Entry[int]
+	for k := range linKeys {
+		h, err := s.History(ctxT(t), fmt.Sprint("k", k))
+		require.NoError(t, err)
+		all = append(all, h...)
+	}
+	sortByRev(all)
+	t.Logf("the watch yielded %d of %d entries; it ended with %v", len(es), len(all), end)
+	if end == nil {
+		require.Len(t, es, len(all))
+	}
+	for i, e := range es {
+		require.Equal(t, all[i].Rev, e.Rev, "entry %d", i)
+		require.Equal(t, all[i].Value, e.Value, "entry %d", i)
+	}
 }

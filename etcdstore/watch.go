@@ -40,13 +40,22 @@ func (s *Store[V]) Watch(ctx context.Context, prefix string, from revkv.Revision
 		}
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		for {
+		for broken := 0; ; {
 			etcdRev, ok, err := s.replay(wctx, prefix, &next, yield)
 			if ok && err == nil && s.opts.afterReplay != nil {
 				s.opts.afterReplay()
 			}
+			before := next
 			if ok && err == nil {
-				ok, err = s.follow(wctx, prefix, etcdRev, &next, yield)
+				if ok, err = s.follow(wctx, prefix, etcdRev, &next, yield); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+					err = s.watchErr(ctx, err)
+					if broken = broken + 1; next > before {
+						broken = 0
+					}
+				}
+				if ok && err != nil && broken <= 3 && !isFinal(err) {
+					continue // the stream broke (an election, say): replay and follow again
+				}
 			}
 			if !ok {
 				return
@@ -60,6 +69,11 @@ func (s *Store[V]) Watch(ctx context.Context, prefix string, from revkv.Revision
 			}
 		}
 	}
+}
+
+// isFinal reports whether a watch ends with err rather than trying again.
+func isFinal(err error) bool {
+	return errors.Is(err, revkv.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func (s *Store[V]) watchErr(ctx context.Context, err error) error {
