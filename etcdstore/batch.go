@@ -101,6 +101,13 @@ func (s *Store[V]) lead(own *writeReq[V]) {
 			return
 		}
 		s.batchMu.Unlock()
+		if own.ctx.Done() == nil { // own's call cannot end early: no goroutine needed
+			s.commitBatch(batch)
+			if s.handOffIfDone(own) {
+				return
+			}
+			continue
+		}
 		committed := make(chan struct{})
 		s.wg.Add(1)
 		go func() {
@@ -121,14 +128,22 @@ func (s *Store[V]) lead(own *writeReq[V]) {
 			}()
 			return
 		}
-		select {
-		case <-own.done:
-			s.batchMu.Lock()
-			s.handOffLocked()
-			s.batchMu.Unlock()
+		if s.handOffIfDone(own) {
 			return
-		default:
 		}
+	}
+}
+
+// handOffIfDone hands the lead over if own's write is done.
+func (s *Store[V]) handOffIfDone(own *writeReq[V]) bool {
+	select {
+	case <-own.done:
+		s.batchMu.Lock()
+		s.handOffLocked()
+		s.batchMu.Unlock()
+		return true
+	default:
+		return false
 	}
 }
 
