@@ -109,23 +109,25 @@ func (s *Store[V]) lead(own *writeReq[V]) {
 			continue
 		}
 		committed := make(chan struct{})
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		commit := func() {
 			s.commitBatch(batch)
 			close(committed)
-		}()
+		}
+		if !s.spawn(commit) {
+			commit() // closed: the batch fails at once with ErrClosed
+		}
 		select {
 		case <-committed:
 		case <-own.ctx.Done():
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
+			handOff := func() {
 				<-committed
 				s.batchMu.Lock()
 				s.handOffLocked()
 				s.batchMu.Unlock()
-			}()
+			}
+			if !s.spawn(handOff) {
+				handOff()
+			}
 			return
 		}
 		if s.handOffIfDone(own) {

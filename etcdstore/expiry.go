@@ -70,7 +70,6 @@ func (s *Store[V]) purgeFrom(ctx context.Context, snap *snapshot) (int, bool, er
 
 // expirer calls PurgeExpired every interval until Close.
 func (s *Store[V]) expirer(interval time.Duration) {
-	defer s.wg.Done()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -94,11 +93,9 @@ func (s *Store[V]) tickContext(interval time.Duration) (context.Context, context
 // start starts the goroutines the options ask for.
 func (s *Store[V]) start() {
 	if d := s.opts.expiryInterval; d > 0 {
-		s.wg.Add(1)
-		go s.expirer(d)
+		s.spawn(func() { s.expirer(d) })
 	}
 	if d := s.opts.trimInterval; d > 0 {
-		s.wg.Add(1)
-		go s.trimmer(d)
+		s.spawn(func() { s.trimmer(d) })
 	}
 }

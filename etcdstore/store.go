@@ -30,6 +30,7 @@ type Store[V any] struct {
 
 	seen      atomic.Int64 // the highest revision this store has seen: none above it is future
 	closed    atomic.Bool
+	goMu      sync.Mutex         // guards starting a goroutine (wg.Add) against Close's wg.Wait
 	stop      chan struct{}      // closed by Close: the goroutines end
 	life      context.Context    // done at Close: the goroutines' requests end
 	endLife   context.CancelFunc // ends life
@@ -100,7 +101,9 @@ func Open[V any](ctx context.Context, cli *clientv3.Client, prefix string, codec
 // answer. It does not close the client. A second call returns nil.
 func (s *Store[V]) Close() error {
 	s.closeOnce.Do(func() {
+		s.goMu.Lock()
 		s.closed.Store(true)
+		s.goMu.Unlock()
 		close(s.stop)
 		s.endLife()
 		s.wg.Wait()
@@ -116,6 +119,22 @@ func (s *Store[V]) Close() error {
 		}
 	})
 	return nil
+}
+
+// spawn runs f in a goroutine that Close waits for, unless the store is
+// closed (then it returns false and runs nothing).
+func (s *Store[V]) spawn(f func()) bool {
+	s.goMu.Lock()
+	defer s.goMu.Unlock()
+	if s.closed.Load() {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
 }
 
 // Rev returns the store's latest revision (0: nothing written yet).

@@ -290,7 +290,6 @@ func (s *Store[V]) keysOver(ctx context.Context, keys []string, n int) ([]string
 
 // trimmer calls Trim every interval until Close.
 func (s *Store[V]) trimmer(interval time.Duration) {
-	defer s.wg.Done()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

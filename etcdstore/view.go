@@ -64,18 +64,19 @@ func (s *Store[V]) openView(ctx context.Context, rev, hide int64, hiding bool) (
 	if err != nil {
 		return nil, err
 	}
-	v.pin = s.l.pin(s.id + "." + strconv.FormatInt(s.pinNext.Add(1), 10))
-	resp, err := s.kv.Txn(ctx).Then(
-		clientv3.OpPut(v.pin, strconv.FormatInt(rev, 10), clientv3.WithLease(lease)),
-		clientv3.OpGet(s.l.head()), clientv3.OpGet(s.l.floor()),
-	).Commit()
+	ops := []clientv3.Op{clientv3.OpGet(s.l.head()), clientv3.OpGet(s.l.floor())}
+	if lease != 0 { // 0: the store is closed, and its Views pin nothing
+		v.pin = s.l.pin(s.id + "." + strconv.FormatInt(s.pinNext.Add(1), 10))
+		ops = append(ops, clientv3.OpPut(v.pin, strconv.FormatInt(rev, 10), clientv3.WithLease(lease)))
+	}
+	resp, err := s.kv.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return nil, etcdErr(ctx, err)
 	}
-	h, err := headOf(resp.Responses[1].GetResponseRange().Kvs)
+	h, err := headOf(resp.Responses[0].GetResponseRange().Kvs)
 	if err == nil {
 		var f floorState
-		if f, err = floorOf(resp.Responses[2].GetResponseRange().Kvs); err == nil {
+		if f, err = floorOf(resp.Responses[1].GetResponseRange().Kvs); err == nil {
 			switch {
 			case rev > h.seq:
 				err = detail(revkv.ErrFutureRevision, "latest is %d", h.seq)
@@ -92,10 +93,13 @@ func (s *Store[V]) openView(ctx context.Context, rev, hide int64, hiding bool) (
 }
 
 // ensureLease returns the store's lease for pins, granting it (and keeping
-// it alive until Close) the first time.
+// it alive until Close) the first time; 0 once the store is closed.
 func (s *Store[V]) ensureLease(ctx context.Context) (clientv3.LeaseID, error) {
 	s.pinMu.Lock()
 	defer s.pinMu.Unlock()
+	if s.closed.Load() {
+		return 0, nil
+	}
 	if s.lease != 0 {
 		return s.lease, nil
 	}
@@ -109,10 +113,7 @@ func (s *Store[V]) ensureLease(ctx context.Context) (clientv3.LeaseID, error) {
 		cancel()
 		return 0, etcdErr(ctx, err)
 	}
-	s.lease = g.ID
-	s.wg.Add(1)
-	go func() { // drains the keep-alive answers until Close
-		defer s.wg.Done()
+	drain := func() { // drains the keep-alive answers until Close
 		defer cancel()
 		for {
 			select {
@@ -124,7 +125,13 @@ func (s *Store[V]) ensureLease(ctx context.Context) (clientv3.LeaseID, error) {
 				}
 			}
 		}
-	}()
+	}
+	if !s.spawn(drain) { // closed meanwhile
+		cancel()
+		_, _ = s.cli.Revoke(ctx, g.ID)
+		return 0, nil
+	}
+	s.lease = g.ID
 	return g.ID, nil
 }
 
