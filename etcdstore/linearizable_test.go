@@ -27,7 +27,8 @@ const linKeys = 3
 type linOp uint8
 
 const (
-	linPut linOp = iota
+	linPut    linOp = iota
+	linPutTTL       // a TTL of an hour: nothing expires during the run
 	linGet
 	linGetEntry
 	linDelete
@@ -50,6 +51,7 @@ type linOutput struct {
 	unknown bool // the call failed in a way that leaves open whether it wrote
 	value   int
 	ok      bool
+	ttl     bool // GetEntry: the entry has an expiry time
 	vals    [linKeys]int
 	oks     [linKeys]bool
 }
@@ -58,6 +60,7 @@ type linKey struct {
 	exists bool
 	value  int
 	rev    int64
+	ttl    bool
 }
 
 // linState is the sequential store, reduced to what these operations see:
@@ -97,10 +100,12 @@ func linStep(state, input, output any) []any {
 	switch in.op {
 	case linPut:
 		return wrote(1, put(in.key, in.value, s.rev+1))
+	case linPutTTL:
+		return wrote(1, func(n *linState) { n.keys[in.key] = linKey{exists: true, value: in.value, rev: s.rev + 1, ttl: true} })
 	case linGet:
 		return only(out.ok == k.exists && (!k.exists || out.value == k.value))
 	case linGetEntry:
-		return only(out.ok == k.exists && (!k.exists || (out.value == k.value && out.rev == k.rev)))
+		return only(out.ok == k.exists && (!k.exists || (out.value == k.value && out.rev == k.rev && out.ttl == k.ttl)))
 	case linDelete:
 		if !k.exists {
 			return only(out.err == "not found" || out.unknown)
@@ -132,7 +137,7 @@ var linModel = (&porcupine.NondeterministicModel{
 	Step: linStep,
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(linInput), output.(linOutput)
-		names := []string{"Put", "Get", "GetEntry", "Delete", "CompareAndPut", "Update", "View"}
+		names := []string{"Put", "PutTTL", "Get", "GetEntry", "Delete", "CompareAndPut", "Update", "View"}
 		return fmt.Sprintf("%s(k%d, v=%d, mod=%d) → rev=%d v=%d ok=%v %v %v %s unknown=%v",
 			names[in.op], in.key, in.value, in.modRev, out.rev, out.value, out.ok, out.vals, out.oks, out.err, out.unknown)
 	},
@@ -152,6 +157,8 @@ func linRun(ctx context.Context, s *etcdstore.Store[int], in linInput) (linOutpu
 	switch in.op {
 	case linPut:
 		rev, err = s.Put(ctx, key, in.value)
+	case linPutTTL:
+		rev, err = s.PutTTL(ctx, key, in.value, time.Hour)
 	case linGet:
 		read = true
 		out.value, out.ok, err = s.Get(ctx, key)
@@ -159,7 +166,7 @@ func linRun(ctx context.Context, s *etcdstore.Store[int], in linInput) (linOutpu
 		read = true
 		var e revkv.Entry[int]
 		e, out.ok, err = s.GetEntry(ctx, key)
-		out.value, rev = e.Value, e.Rev
+		out.value, rev, out.ttl = e.Value, e.Rev, !e.ExpiresAt.IsZero()
 	case linDelete:
 		rev, err = s.Delete(ctx, key)
 	case linCompareAndPut:
@@ -223,7 +230,7 @@ type acked struct {
 func ackedOf(in linInput, out linOutput) []acked {
 	key := fmt.Sprint("k", in.key)
 	switch in.op {
-	case linPut, linCompareAndPut:
+	case linPut, linPutTTL, linCompareAndPut:
 		return []acked{{key, out.rev, in.value, revkv.OpPut}}
 	case linDelete:
 		return []acked{{key, out.rev, 0, revkv.OpDelete}}
@@ -325,7 +332,7 @@ func checkAcked(t *testing.T, s *etcdstore.Store[int], acks []acked) {
 	}
 }
 
-// TestLinearizableTwoStores records concurrent histories of Put, Get,
+// TestLinearizableTwoStores records concurrent histories of Put, PutTTL, Get,
 // GetEntry, Delete, CompareAndPut, a two-key Update and a View, from four
 // goroutines over two stores (two clients) on one prefix, and checks them
 // with porcupine against the sequential model in which every entry takes
