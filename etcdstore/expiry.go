@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/revkv/revkv"
+	"fmt"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
@@ -28,12 +28,12 @@ func (s *Store[V]) PurgeExpired(ctx context.Context) (int, error) {
 	for {
 		snap, err := s.readSnapshot(ctx, nil)
 		if err != nil {
-			return n, &revkv.OpError{Op: "purge expired", Err: err}
+			return n, fmt.Errorf("revkv: purge expired: %w", err)
 		}
 		wrote, done, err := s.purgeFrom(ctx, snap)
 		n += wrote
 		if err != nil {
-			return n, &revkv.OpError{Op: "purge expired", Err: err}
+			return n, fmt.Errorf("revkv: purge expired: %w", err)
 		}
 		if done {
 			return n, nil

@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -97,7 +98,7 @@ func (s *Store[V]) Len(ctx context.Context) (int, error) {
 			continue
 		}
 		if err != nil {
-			return 0, &revkv.OpError{Op: "len", Err: etcdErr(ctx, err)}
+			return 0, fmt.Errorf("revkv: len: %w", etcdErr(ctx, err))
 		}
 		return n, nil
 	}

@@ -217,21 +217,21 @@ func (s *Store[V]) Trim(ctx context.Context) (int, error) {
 	if d := s.opts.retention; d > 0 {
 		h, _, err := s.readHead(ctx)
 		if err != nil {
-			return 0, &revkv.OpError{Op: "trim", Err: err}
+			return 0, fmt.Errorf("revkv: trim: %w", err)
 		}
 		rev, err := s.revAsOf(ctx, time.Unix(0, s.now(h)-int64(d)))
 		if err == nil && rev > 0 {
 			err = s.compact(ctx, rev)
 		}
 		if err != nil && !isCompacted(err) {
-			return 0, &revkv.OpError{Op: "trim", Err: err}
+			return 0, fmt.Errorf("revkv: trim: %w", err)
 		}
 	}
 	// The last compaction, applied again: it may have kept entries for
 	// Views that have closed since.
 	n, err := s.sweepFloor(ctx)
 	if err != nil {
-		return n, &revkv.OpError{Op: "trim", Err: err}
+		return n, fmt.Errorf("revkv: trim: %w", err)
 	}
 	if s.opts.maxHistory > 0 {
 		err := s.eachKeyPage(ctx, func(keys []string, _ []record, _ []int64) error {
@@ -247,7 +247,7 @@ func (s *Store[V]) Trim(ctx context.Context) (int, error) {
 			return err
 		})
 		if err != nil {
-			return n, &revkv.OpError{Op: "trim", Err: err}
+			return n, fmt.Errorf("revkv: trim: %w", err)
 		}
 	}
 	return n, nil
