@@ -3,8 +3,10 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,4 +152,38 @@ func TestEtcdLimits(t *testing.T) {
 	_, err = other.Update(ctx, func(t *etcdstore.Txn[[]byte]) error { tx = t; return nil })
 	require.NoError(t, err)
 	require.True(t, errors.Is(tx.Put(ctx, "late", nil), revkv.ErrClosed), "a Txn after its Update")
+}
+
+// TestLargeValueInBatch: concurrent writes whose values fit etcd's request
+// limit one by one but not together (group commit would carry them in one
+// request) all succeed: a batch the limit refuses is committed a write at a
+// time.
+func TestLargeValueInBatch(t *testing.T) {
+	_, cli := single(t)
+	ctx := ctxT(t)
+	s, err := etcdstore.Open(ctx, cli, "batch", revkv.BytesCodec())
+	require.NoError(t, err)
+	defer s.Close()
+	small, big := []byte("v"), []byte(strings.Repeat("x", 700<<10)) // two of these are over the limit together
+	errs := make([]error, 12)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			v := small
+			if i%4 == 0 {
+				v = big
+			}
+			_, errs[i] = s.Put(ctx, fmt.Sprint("k", i), v)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "write %d", i)
+	}
+	for i := range errs {
+		v, ok, err := s.Get(ctx, fmt.Sprint("k", i))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, i%4 == 0, len(v) > 1)
+	}
 }
