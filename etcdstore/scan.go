@@ -15,10 +15,16 @@ import (
 // as an error and ends the iteration.
 func (s *Store[V]) Scan(ctx context.Context, prefix string) iter.Seq2[revkv.Entry[V], error] {
 	return func(yield func(revkv.Entry[V], error) bool) {
-		h, _, err := s.readHead(ctx)
 		var v *View[V]
-		if err == nil {
-			v, err = s.openView(ctx, h.seq, s.now(h), true)
+		var err error
+		for range 3 { // a compaction at the very head, between the two reads: again
+			var h headState
+			if h, _, err = s.readHead(ctx); err == nil {
+				v, err = s.openView(ctx, h.seq, s.now(h), true)
+			}
+			if !isCompacted(err) {
+				break
+			}
 		}
 		if err != nil {
 			yield(revkv.Entry[V]{}, &revkv.OpError{Op: "scan", Key: prefix, Err: err})
