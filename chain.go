@@ -77,6 +77,15 @@ func hashBatch(h *chain.Hasher, link *chain.Rev, prev chain.Digest, b wal.Batch,
 	return ds
 }
 
+// pushDigests appends the digests of the revisions after the chain's last.
+func (d *disk[V]) pushDigests(ds []chain.Digest) {
+	d.chainMu.Lock()
+	for _, dg := range ds {
+		d.chain.Push(dg)
+	}
+	d.chainMu.Unlock()
+}
+
 // forget lets the chain go of the digests below floor-1 that no kept
 // entry needs: those of the revisions whose entries are gone, found
 // through Diff's index of each revision's key, which a store on a

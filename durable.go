@@ -93,10 +93,11 @@ type disk[V any] struct {
 	// takes it under state.mu to freeze a copy.
 	chainMu sync.Mutex
 	chain   *chain.Seq
-	hasher  chain.Hasher // guarded by state.mu
-	link    chain.Rev    // guarded by state.mu: the revision being hashed
-	chained wal.Chained  // guarded by state.mu: the batch record being made
-	settled []byte       // guarded by state.mu: settle's buffer
+	hasher  chain.Hasher   // guarded by state.mu
+	link    chain.Rev      // guarded by state.mu: the revision being hashed
+	chained wal.Chained    // guarded by state.mu: the batch record being made
+	settled []byte         // guarded by state.mu: settle's buffer
+	digests []chain.Digest // guarded by state.mu: the digests of the batch being recorded
 }
 
 // Open returns a store whose state lives in dir (created if missing) and

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -35,7 +36,7 @@ func Import[V any](dir string, codec Codec[V], r io.Reader, opts ...Option) (Rev
 	switch {
 	case existed && len(names) > 0:
 		return fail(fmt.Errorf("the directory is not empty (it holds %d files)", len(names)))
-	case !existed && !errors.Is(err, errNotExist):
+	case !existed && !errors.Is(err, fs.ErrNotExist):
 		return fail(err)
 	}
 	im := importer{progress: o.progress, prevHas: true}
@@ -58,14 +59,12 @@ func Import[V any](dir string, codec Codec[V], r io.Reader, opts ...Option) (Rev
 	return s.Rev(), nil
 }
 
-var errNotExist = fs.ErrNotExist
-
 // cleanDir removes what a failed Import wrote in dir, and dir itself if
 // Import made it.
 func cleanDir(fsys vfs.FS, dir string, existed bool) {
 	names, _ := fsys.List(dir)
 	for _, n := range names {
-		fsys.Remove(dir + "/" + n)
+		fsys.Remove(filepath.Join(dir, n))
 	}
 	if !existed {
 		fsys.Remove(dir)

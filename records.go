@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/mvcc"
 	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/wal"
@@ -47,15 +46,11 @@ func (d *disk[V]) record(s *state[V], cs []change[V], first int64, t time.Time) 
 	c := &d.chained
 	c.Batch, c.Notes = d.batch, s.commitNotes
 	d.chainMu.Lock()
-	_, prev := d.chain.Last()
-	for i := range d.batch {
-		linkOf(&d.link, &d.batch[i], c.Notes)
-		prev = d.hasher.Next(prev, &d.link)
-		d.chain.Push(prev)
-	}
+	_, prev := d.chain.Last() // only writers, under state.mu, push
 	d.chainMu.Unlock()
-	d.link = chain.Rev{}
-	c.Digest = prev
+	d.digests = hashBatch(&d.hasher, &d.link, prev, d.batch, c.Notes, d.digests[:0])
+	d.pushDigests(d.digests)
+	c.Digest = d.digests[len(d.digests)-1]
 	d.w.BufferChained(c)
 	c.Batch, c.Notes = nil, nil
 	return nil

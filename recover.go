@@ -330,12 +330,7 @@ func (s *state[V]) applyLoad(l *logLoad[V]) {
 			s.applyCompact(cs[0].c)
 			cs = cs[1:]
 		}
-		d := s.disk
-		d.chainMu.Lock()
-		for _, dg := range l.digests[b.lo:b.hi] {
-			d.chain.Push(dg)
-		}
-		d.chainMu.Unlock()
+		s.disk.pushDigests(l.digests[b.lo:b.hi])
 		s.commitNotes = b.notes
 		s.applyBatch(l.changes[b.lo:b.hi], b.t)
 		s.commitNotes = nil

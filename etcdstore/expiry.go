@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"fmt"
+
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
@@ -68,8 +69,10 @@ func (s *Store[V]) purgeFrom(ctx context.Context, snap *snapshot) (int, bool, er
 	}
 }
 
-// expirer calls PurgeExpired every interval until Close.
-func (s *Store[V]) expirer(interval time.Duration) {
+// every calls f every interval until Close, each time with a context that
+// ends after a few intervals (tickContext). f's error is retried at the
+// next tick: the expirer's and the trimmer's.
+func (s *Store[V]) every(interval time.Duration, f func(ctx context.Context) (int, error)) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -78,7 +81,7 @@ func (s *Store[V]) expirer(interval time.Duration) {
 			return
 		case <-tick.C:
 			ctx, cancel := s.tickContext(interval)
-			_, _ = s.PurgeExpired(ctx) // an error is retried at the next tick
+			_, _ = f(ctx)
 			cancel()
 		}
 	}
@@ -93,9 +96,9 @@ func (s *Store[V]) tickContext(interval time.Duration) (context.Context, context
 // start starts the goroutines the options ask for.
 func (s *Store[V]) start() {
 	if d := s.opts.expiryInterval; d > 0 {
-		s.spawn(func() { s.expirer(d) })
+		s.spawn(func() { s.every(d, s.PurgeExpired) }) // the expirer
 	}
 	if d := s.opts.trimInterval; d > 0 {
-		s.spawn(func() { s.trimmer(d) })
+		s.spawn(func() { s.every(d, s.Trim) }) // the trimmer
 	}
 }

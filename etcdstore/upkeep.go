@@ -287,19 +287,3 @@ func (s *Store[V]) keysOver(ctx context.Context, keys []string, n int) ([]string
 	}
 	return over, nil
 }
-
-// trimmer calls Trim every interval until Close.
-func (s *Store[V]) trimmer(interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-tick.C:
-			ctx, cancel := s.tickContext(interval)
-			_, _ = s.Trim(ctx) // an error is retried at the next tick
-			cancel()
-		}
-	}
-}
