@@ -18,6 +18,34 @@ func (m *model) History(key string) []revkv.Entry[int] {
 	return out
 }
 
+// HistoryRange is History cut to [from, to], with GetAt's ErrCompacted
+// first when the range starts below what the key's reads answer, and the
+// revision from which they do as its Rev. Entries are whole in the model:
+// the store reports a trim during the loop, which the model never makes.
+func (m *model) HistoryRange(key string, from, to revkv.Revision) ([]revkv.Entry[int], []error) {
+	lo, hi := max(int64(from), 1), int64(to)
+	if hi > m.rev() {
+		return []revkv.Entry[int]{{}}, []error{revkv.ErrFutureRevision}
+	}
+	if hi <= 0 {
+		hi = m.rev()
+	}
+	if lo > hi {
+		return nil, nil
+	}
+	var es []revkv.Entry[int]
+	var errs []error
+	if known := max(m.compactRev, m.lo[key]); lo < known {
+		es, errs = append(es, revkv.Entry[int]{}), append(errs, &revkv.OpError{Rev: revkv.Revision(known), Err: revkv.ErrCompacted})
+	}
+	for _, r := range m.retained(key) {
+		if r >= lo && r <= hi {
+			es, errs = append(es, m.at(r).public()), append(errs, nil)
+		}
+	}
+	return es, errs
+}
+
 func (m *model) GetAt(key string, rev revkv.Revision) (int, bool, error) {
 	r := int64(rev)
 	switch {

@@ -1,6 +1,7 @@
 package revkv_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -424,9 +425,11 @@ func (h *harness) step() {
 		p := testPrefixes[h.rng.Intn(len(testPrefixes))]
 		h.did("Scan(%q)", p)
 		h.eq(h.m.Scan(p), collect(h.s.Scan(p)), fmt.Sprintf("Scan(%q)", p))
-	case op < 70:
+	case op < 68:
 		h.did("History(%q)", k)
 		h.eq(h.m.History(k), h.s.History(k), fmt.Sprintf("History(%q)", k))
+	case op < 70:
+		h.historyRange(k)
 	case op < 74:
 		h.openView()
 	case op < 78:
@@ -452,6 +455,37 @@ func (h *harness) step() {
 		gd, ge := h.s.TTL(k)
 		h.sameErr(we, ge, "TTL")
 		h.eq(wd, gd, "TTL")
+	}
+}
+
+// historyRange compares HistoryRange over a random range, its errors by
+// sentinel and by the revision they name.
+func (h *harness) historyRange(k string) {
+	top := h.m.rev()
+	from := revkv.Revision(h.rng.Int63n(top+3) - 1)
+	to := revkv.Revision(h.rng.Int63n(top+3) - 1)
+	if h.rng.Intn(3) == 0 {
+		to = 0
+	}
+	h.did("HistoryRange(%q, %d, %d)", k, from, to)
+	what := fmt.Sprintf("HistoryRange(%q, %d, %d)", k, from, to)
+	wes, werrs := h.m.HistoryRange(k, from, to)
+	var ges []revkv.Entry[int]
+	var gerrs []error
+	for e, err := range h.s.HistoryRange(k, from, to) {
+		ges, gerrs = append(ges, e), append(gerrs, err)
+	}
+	h.eq(wes, ges, what)
+	h.eq(len(werrs), len(gerrs), what+": errors")
+	for i, werr := range werrs {
+		var w, g *revkv.OpError
+		if !errors.As(werr, &w) {
+			h.sameErr(werr, gerrs[i], what)
+			continue
+		}
+		h.sameErr(w.Err, gerrs[i], what)
+		require.True(h.t, errors.As(gerrs[i], &g), "%s: %v is not an *OpError", what, gerrs[i])
+		h.eq(w.Rev, g.Rev, what+": the revision the error names")
 	}
 }
 

@@ -106,6 +106,17 @@ func (v *View[V]) Close() {
 // Rev returns the revision the view shows.
 func (v *View[V]) Rev() Revision { return Revision(v.rev) }
 
+// Err reports why the view's reads may have answered less than the whole
+// state: ErrClosed once the view is closed (its reads then answer
+// nothing), nil otherwise. Get, Entry, Scan and Len have no error of their
+// own; code that must know their answers are whole checks Err after them.
+func (v *View[V]) Err() error {
+	if v.closed.Load() {
+		return revErr("read view", Revision(v.rev), "at", Revision(v.rev), ErrClosed)
+	}
+	return nil
+}
+
 // Get returns key's value in the view.
 func (v *View[V]) Get(key string) (V, bool) {
 	e, ok := v.entry(key)

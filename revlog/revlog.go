@@ -190,6 +190,15 @@ func (l *Log[V]) From(rev int64) (Entry[V], bool) {
 	return l.entries[i], true
 }
 
+// AppendRange appends to buf the entries with lo <= Rev <= hi, oldest
+// first, at most n of them, and returns it. O(log n + entries copied).
+func (l *Log[V]) AppendRange(buf []Entry[V], lo, hi int64, n int) []Entry[V] {
+	for i := l.indexAt(lo-1) + 1; i < len(l.entries) && l.entries[i].Rev <= hi && n > 0; i, n = i+1, n-1 {
+		buf = append(buf, l.entries[i])
+	}
+	return buf
+}
+
 // Lo returns the revision below which reads are Compacted (0: none are).
 func (l *Log[V]) Lo() int64 {
 	if !l.trimmed || len(l.entries) == 0 {
