@@ -1,0 +1,221 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/revkv/revkv"
+)
+
+// The workload W(N) of issue "Years of history": N revisions of 16-byte
+// values over 100,000 keys (revision i writes key k/%08d of i mod
+// 100,000), written by Update batches of 1,000 under SyncNever, then
+// Close, then Open in a fresh process.
+var (
+	wRevs   = flag.Int("w.revs", 1_000_000, "revisions BenchmarkHistoryW writes (a multiple of 1,000)")
+	wReads  = flag.Int("w.reads", 20_000, "GetAt calls at random old revisions after BenchmarkHistoryW's Open")
+	wDir    = flag.String("w.dir", "", "BenchmarkHistoryW writes W(N) here, or reuses it if it holds W(N) already (default: a temporary directory)")
+	wCold   = flag.Bool("w.cold", false, "BenchmarkHistoryW drops the page cache before the Open (Linux, as root)")
+	wChild  = os.Getenv("REVKV_W_OPEN") // set in the fresh process that opens the directory
+	wKeys   = 100_000
+	wValue  = []byte("0123456789abcdef")
+	wKeyFmt = "k/%08d"
+)
+
+// wOpened is what the fresh process measured after its Open.
+type wOpened struct {
+	OpenNs       int64   // Open's wall time
+	HeapAfter    uint64  // live heap after Open and a GC
+	RSSAfter     uint64  // resident set after Open
+	GetAtP50Ns   int64   // GetAt at random old revisions
+	GetAtP99Ns   int64   //
+	RangeEntries int64   // one HistoryRange of a key to its end
+	RangeRate    float64 // its entries a second
+	RSSEnd       uint64  // resident set after the reads and the range
+	Rev          int64
+}
+
+// BenchmarkHistoryW writes W(N) (-w.revs) into a store on a directory,
+// closes it, and opens it again in a fresh process, which reads it: the
+// figures of a store's whole life at N revisions. Run with -benchtime=1x.
+//
+//	cd bench && go test -run='^$' -bench='^BenchmarkHistoryW$' -benchtime=1x -w.revs=10000000 .
+func BenchmarkHistoryW(b *testing.B) {
+	n := *wRevs
+	dir := *wDir
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	for b.Loop() {
+		if _, err := os.Stat(dir + "/.w-" + strconv.Itoa(n)); err != nil {
+			must(b, os.RemoveAll(dir))
+			must(b, os.MkdirAll(dir, 0o755))
+			start := time.Now()
+			writeW(b, dir, n)
+			took := time.Since(start)
+			b.ReportMetric(float64(n)/took.Seconds()/1e6, "Mrev/s-write")
+			must(b, os.WriteFile(dir+"/.w-"+strconv.Itoa(n), nil, 0o644))
+		}
+		b.ReportMetric(float64(dirSize(b, dir))/float64(n), "disk-B/rev")
+		if *wCold {
+			dropCaches(b)
+		}
+		o := openW(b, dir)
+		b.ReportMetric(float64(o.OpenNs)/1e6, "open-ms")
+		b.ReportMetric(float64(o.HeapAfter)/float64(n), "heap-B/rev")
+		b.ReportMetric(float64(o.RSSAfter)/(1<<20), "rss-MiB")
+		b.ReportMetric(float64(o.RSSEnd)/(1<<20), "rss-end-MiB")
+		b.ReportMetric(float64(o.GetAtP50Ns)/1e3, "getat-p50-µs")
+		b.ReportMetric(float64(o.GetAtP99Ns)/1e3, "getat-p99-µs")
+		b.ReportMetric(o.RangeRate/1e6, "Mentries/s-range")
+	}
+}
+
+// writeW writes W(n) into dir and closes the store.
+func writeW(b *testing.B, dir string, n int) {
+	s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithSync(revkv.SyncNever))
+	must(b, err)
+	for i := 0; i < n; i += 1000 {
+		_, err := s.Update(func(tx *revkv.Txn[[]byte]) error {
+			for j := i; j < i+1000; j++ {
+				tx.Put(fmt.Sprintf(wKeyFmt, j%wKeys), wValue)
+			}
+			return nil
+		})
+		must(b, err)
+	}
+	must(b, s.Close())
+}
+
+// openW runs the Open in a fresh process (this test binary, running
+// TestHistoryWOpen) and returns what it measured.
+func openW(b *testing.B, dir string) wOpened {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHistoryWOpen$", "-test.count=1", "-w.reads="+strconv.Itoa(*wReads))
+	cmd.Env = append(os.Environ(), "REVKV_W_OPEN="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("the fresh process's Open: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if js, ok := strings.CutPrefix(line, "W-OPENED "); ok {
+			var o wOpened
+			must(b, json.Unmarshal([]byte(js), &o))
+			return o
+		}
+	}
+	b.Fatalf("the fresh process printed no figures:\n%s", out)
+	return wOpened{}
+}
+
+// TestHistoryWOpen is BenchmarkHistoryW's fresh process; it does nothing
+// unless REVKV_W_OPEN names a directory.
+func TestHistoryWOpen(t *testing.T) {
+	if wChild == "" {
+		t.Skip("BenchmarkHistoryW runs it")
+	}
+	start := time.Now()
+	s, err := revkv.Open(wChild, revkv.BytesCodec(), revkv.WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := wOpened{OpenNs: time.Since(start).Nanoseconds(), Rev: int64(s.Rev())}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	o.HeapAfter, o.RSSAfter = ms.HeapAlloc, rss()
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	lat := make([]time.Duration, *wReads)
+	for i := range lat {
+		rev := revkv.Revision(1 + rng.Int64N(o.Rev))
+		key := fmt.Sprintf(wKeyFmt, rng.IntN(wKeys))
+		t0 := time.Now()
+		if _, _, err := s.GetAt(key, rev); err != nil {
+			t.Fatal(err)
+		}
+		lat[i] = time.Since(t0)
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		o.GetAtP50Ns, o.GetAtP99Ns = lat[len(lat)/2].Nanoseconds(), lat[len(lat)*99/100].Nanoseconds()
+	}
+	t0 := time.Now()
+	for _, err := range s.HistoryRange(fmt.Sprintf(wKeyFmt, 7), 0, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.RangeEntries++
+	}
+	o.RangeRate = float64(o.RangeEntries) / time.Since(t0).Seconds()
+	debug.FreeOSMemory()
+	o.RSSEnd = rss()
+	js, _ := json.Marshal(o)
+	fmt.Printf("W-OPENED %s\n", js)
+}
+
+// rss returns the process's resident set, from /proc/self/status (0 where
+// there is none).
+func rss() uint64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// BenchmarkHistoryRange streams one key's whole history of -w.range
+// entries: ns/op is per entry, and B/op shows the stream's memory does not
+// grow with the history.
+//
+//	cd bench && go test -run='^$' -bench='^BenchmarkHistoryRange$' -w.range=10000000 .
+func BenchmarkHistoryRange(b *testing.B) {
+	n := *wRange
+	s := revkv.New[[]byte]()
+	defer s.Close()
+	for i := 0; i < n; i += 1000 {
+		_, err := s.Update(func(tx *revkv.Txn[[]byte]) error {
+			for range 1000 {
+				tx.Put("k", wValue)
+			}
+			return nil
+		})
+		must(b, err)
+	}
+	b.ResetTimer()
+	got := 0
+	for got < b.N {
+		for _, err := range s.HistoryRange("k", 0, 0) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got++; got == b.N {
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mentries/s")
+}
+
+var wRange = flag.Int("w.range", 1_000_000, "entries of the key BenchmarkHistoryRange streams (a multiple of 1,000)")
