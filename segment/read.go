@@ -1,0 +1,344 @@
+package segment
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"iter"
+	"sort"
+	"sync/atomic"
+)
+
+// Reader reads a segment. It holds the footer, the index and the meta
+// bytes; blocks are read from the file when a question needs them, and
+// checked against their checksum and fence every time. Safe for
+// concurrent use.
+type Reader struct {
+	r      io.ReaderAt
+	size   int64
+	footer Footer
+	fences []fence
+	meta   []byte
+	reads  atomic.Int64 // blocks read from r, for tests and stats
+}
+
+// Open reads the footer, index and meta of the segment r of size bytes,
+// and checks them: damage is ErrCorrupt, a format this build does not
+// know ErrVersion.
+func Open(r io.ReaderAt, size int64) (*Reader, error) {
+	if size < headerSize+footerSize {
+		return nil, fmt.Errorf("%w: %d bytes, too short for a header and footer", ErrCorrupt, size)
+	}
+	h := make([]byte, headerSize)
+	if _, err := r.ReadAt(h, 0); err != nil {
+		return nil, fmt.Errorf("read segment header: %w", err)
+	}
+	if !bytes.Equal(h[:8], headerMagic) || binary.LittleEndian.Uint32(h[12:]) != 0 {
+		return nil, fmt.Errorf("%w: no segment header at offset 0", ErrCorrupt)
+	}
+	f := make([]byte, footerSize)
+	if _, err := r.ReadAt(f, size-footerSize); err != nil {
+		return nil, fmt.Errorf("read segment footer: %w", err)
+	}
+	if !bytes.Equal(f[footerSize-8:], footerMagic) {
+		return nil, fmt.Errorf("%w: footer at offset %d has no end mark", ErrCorrupt, size-footerSize)
+	}
+	if got, want := checksum(f[:140]), binary.LittleEndian.Uint32(f[140:]); got != want {
+		return nil, fmt.Errorf("%w: footer at offset %d fails its checksum", ErrCorrupt, size-footerSize)
+	}
+	if v := binary.LittleEndian.Uint32(f[136:]); v != version {
+		return nil, fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, version)
+	}
+	if v := binary.LittleEndian.Uint32(h[8:]); v != version {
+		return nil, fmt.Errorf("%w: the header says version %d, the footer %d", ErrCorrupt, v, version)
+	}
+	u := func(i int) int64 { return int64(binary.LittleEndian.Uint64(f[8*i:])) }
+	ixOff, ixLen, metaOff, metaLen := u(0), u(1), u(2), u(3)
+	sr := &Reader{r: r, size: size}
+	sr.footer = Footer{First: u(4), Last: u(5), Entries: u(6), Keys: u(7)}
+	copy(sr.footer.Prev[:], f[64:96])
+	copy(sr.footer.Digest[:], f[96:128])
+	end := size - footerSize
+	if ixOff < headerSize || ixLen < 1 || ixOff > end-ixLen || metaOff != ixOff+ixLen || metaLen != end-metaOff ||
+		sr.footer.First > sr.footer.Last || sr.footer.Entries < 0 || sr.footer.Keys < 0 || sr.footer.Keys > sr.footer.Entries {
+		return nil, fmt.Errorf("%w: footer at offset %d names impossible offsets or counts", ErrCorrupt, end)
+	}
+	body := make([]byte, ixLen+metaLen)
+	if _, err := r.ReadAt(body, ixOff); err != nil {
+		return nil, fmt.Errorf("read segment index: %w", err)
+	}
+	ix, meta := body[:ixLen], body[ixLen:]
+	if checksum(ix) != binary.LittleEndian.Uint32(f[128:]) {
+		return nil, fmt.Errorf("%w: index at offset %d fails its checksum", ErrCorrupt, ixOff)
+	}
+	if checksum(meta) != binary.LittleEndian.Uint32(f[132:]) {
+		return nil, fmt.Errorf("%w: meta at offset %d fails its checksum", ErrCorrupt, metaOff)
+	}
+	sr.meta = meta
+	if err := sr.decodeIndex(ix, ixOff); err != nil {
+		return nil, err
+	}
+	return sr, nil
+}
+
+// decodeIndex decodes and checks the index: blocks back to back from the
+// header to the index, fences in order and within the footer's range, and
+// their entries summing to the footer's count.
+func (sr *Reader) decodeIndex(ix []byte, ixOff int64) error {
+	bad := func(what string) error {
+		return fmt.Errorf("%w: index at offset %d: %s", ErrCorrupt, ixOff, what)
+	}
+	d := decoder{b: ix}
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(ix)) {
+		return bad("no block count")
+	}
+	sr.fences = make([]fence, 0, n)
+	next, total := int64(headerSize), int64(0)
+	for i := uint64(0); i < n; i++ {
+		f := fence{off: int64(d.uvarint()), len: int64(d.uvarint())}
+		f.key = string(d.bytes(d.uvarint()))
+		f.rev, f.entries = int64(d.uvarint()), int64(d.uvarint())
+		switch {
+		case d.err != nil:
+			return bad(fmt.Sprintf("block %d: %v", i, d.err))
+		case f.off != next || f.len < 5 || f.len > ixOff-f.off:
+			return bad(fmt.Sprintf("block %d at offset %d of %d bytes does not follow the one before", i, f.off, f.len))
+		case f.rev < sr.footer.First || f.rev > sr.footer.Last || f.entries < 1:
+			return bad(fmt.Sprintf("block %d's fence %q@%d is outside the segment", i, f.key, f.rev))
+		case i > 0 && !less(sr.fences[i-1].key, sr.fences[i-1].rev, f.key, f.rev):
+			return bad(fmt.Sprintf("block %d's fence %q@%d is out of order", i, f.key, f.rev))
+		}
+		next += f.len
+		total += f.entries
+		sr.fences = append(sr.fences, f)
+	}
+	if d.rest() != 0 || next != ixOff || total != sr.footer.Entries {
+		return bad("blocks do not fill the file or add up to its entries")
+	}
+	return nil
+}
+
+// Footer returns what the segment says of itself.
+func (sr *Reader) Footer() Footer { return sr.footer }
+
+// Meta returns the writer's meta bytes; they belong to the reader.
+func (sr *Reader) Meta() []byte { return sr.meta }
+
+// Size returns the segment's size in bytes.
+func (sr *Reader) Size() int64 { return sr.size }
+
+// BlocksRead returns how many blocks the reader has read from its file.
+func (sr *Reader) BlocksRead() int64 { return sr.reads.Load() }
+
+// IndexBytes returns about how much memory the index holds.
+func (sr *Reader) IndexBytes() int64 {
+	n := int64(len(sr.fences)) * 56
+	for _, f := range sr.fences {
+		n += int64(len(f.key))
+	}
+	return n
+}
+
+// Get returns key's newest entry with Rev <= rev in the segment, reading
+// at most one block.
+func (sr *Reader) Get(key string, rev int64) (Entry, bool, error) {
+	i := sort.Search(len(sr.fences), func(i int) bool { return less(key, rev, sr.fences[i].key, sr.fences[i].rev) }) - 1
+	if i < 0 {
+		return Entry{}, false, nil
+	}
+	var found Entry
+	ok := false
+	for e, err := range sr.block(i) {
+		if err != nil {
+			return Entry{}, false, err
+		}
+		if e.Key > key || e.Key == key && e.Rev > rev {
+			break
+		}
+		if e.Key == key {
+			found, ok = e, true
+		}
+	}
+	found.Value = bytes.Clone(found.Value) // not the whole block's buffer
+	return found, ok, nil
+}
+
+// History yields key's entries with lo <= Rev <= hi, oldest first,
+// reading only the blocks that hold them. A Value points into the block
+// read: it stays as it is, and keeps the block in memory while it is held.
+func (sr *Reader) History(key string, lo, hi int64) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		i := max(sort.Search(len(sr.fences), func(i int) bool { return less(key, lo, sr.fences[i].key, sr.fences[i].rev) })-1, 0)
+		for ; i < len(sr.fences) && sr.fences[i].key <= key; i++ {
+			for e, err := range sr.block(i) {
+				switch {
+				case err != nil:
+					yield(Entry{}, err)
+					return
+				case e.Key > key || e.Key == key && e.Rev > hi:
+					return
+				case e.Key == key && e.Rev >= lo:
+					if !yield(e, nil) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// All yields every entry of the segment in (key, revision) order; a Value
+// points into its block, as History's do.
+func (sr *Reader) All() iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		for i := range sr.fences {
+			for e, err := range sr.block(i) {
+				if !yield(e, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// block reads block i and yields its entries, checking the checksum, the
+// fence and the order. An entry's Value points into the block's buffer,
+// read afresh for each call and never written again.
+func (sr *Reader) block(i int) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		f := sr.fences[i]
+		buf := make([]byte, f.len)
+		sr.reads.Add(1)
+		if _, err := sr.r.ReadAt(buf, f.off); err != nil {
+			yield(Entry{}, fmt.Errorf("read segment block at offset %d: %w", f.off, err))
+			return
+		}
+		body := buf[:len(buf)-4]
+		if checksum(body) != binary.LittleEndian.Uint32(buf[len(body):]) {
+			yield(Entry{}, fmt.Errorf("%w: block at offset %d fails its checksum", ErrCorrupt, f.off))
+			return
+		}
+		d := decoder{b: body}
+		var e Entry
+		for n := int64(0); d.rest() > 0; n++ {
+			prev := e
+			if err := d.entry(&e, n == 0); err != nil {
+				yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d: %v", ErrCorrupt, f.off, n, err))
+				return
+			}
+			switch {
+			case n == 0 && (e.Key != f.key || e.Rev != f.rev):
+				err := fmt.Errorf("%w: block at offset %d begins with %q@%d, its fence says %q@%d", ErrCorrupt, f.off, e.Key, e.Rev, f.key, f.rev)
+				yield(Entry{}, err)
+				return
+			case n > 0 && !less(prev.Key, prev.Rev, e.Key, e.Rev), e.Rev < sr.footer.First, e.Rev > sr.footer.Last, n >= f.entries:
+				yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d (%q@%d) is out of order or range", ErrCorrupt, f.off, n, e.Key, e.Rev))
+				return
+			}
+			if !yield(e, nil) {
+				return
+			}
+			if d.rest() == 0 && n+1 != f.entries {
+				yield(Entry{}, fmt.Errorf("%w: block at offset %d holds %d entries, its fence says %d", ErrCorrupt, f.off, n+1, f.entries))
+				return
+			}
+		}
+	}
+}
+
+// decoder reads a block's or the index's varints; the first failure
+// sticks in err and every later read returns zero.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) rest() int { return len(d.b) }
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = fmt.Errorf("a bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = fmt.Errorf("a bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes(n uint64) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = fmt.Errorf("%d bytes where %d are left", n, len(d.b))
+		return nil
+	}
+	b := d.b[:n:n]
+	d.b = d.b[n:]
+	return b
+}
+
+// entry decodes the next entry into e, which holds the block's previous
+// entry (first: none).
+func (d *decoder) entry(e *Entry, first bool) error {
+	if len(d.b) == 0 {
+		return fmt.Errorf("an entry ends early")
+	}
+	flags := d.b[0]
+	d.b = d.b[1:]
+	op, hasTTL, newKey := Op(flags&flagOp), flags&flagTTL != 0, flags&flagNewKey != 0
+	switch {
+	case flags&^(flagOp|flagTTL|flagNewKey) != 0 || op < Put || op > Expire:
+		return fmt.Errorf("bad flags %#x", flags)
+	case hasTTL && op != Put:
+		return fmt.Errorf("a TTL on a tombstone")
+	case first && !newKey:
+		return fmt.Errorf("a block's first entry continues a key")
+	}
+	if newKey {
+		shared := d.uvarint()
+		if d.err == nil && shared > uint64(len(e.Key)) {
+			return fmt.Errorf("shares %d bytes of a %d-byte key", shared, len(e.Key))
+		}
+		suffix := d.bytes(d.uvarint())
+		e.Key = e.Key[:shared] + string(suffix)
+		e.Rev, e.Sec = int64(d.uvarint()), d.varint()
+	} else {
+		delta := d.uvarint()
+		if d.err == nil && (delta == 0 || delta > uint64(1<<63-1-e.Rev)) {
+			return fmt.Errorf("a revision delta of %d", delta)
+		}
+		e.Rev += int64(delta)
+		e.Sec += d.varint()
+	}
+	nsec, zone := d.uvarint(), d.uvarint()
+	if d.err == nil && (nsec >= 1e9 || zone > 1<<32-1) {
+		return fmt.Errorf("nanoseconds %d or zone %d out of range", nsec, zone)
+	}
+	e.Nsec, e.Zone, e.Op, e.HasTTL, e.Expires, e.Value = int32(nsec), uint32(zone), op, hasTTL, 0, nil
+	if hasTTL {
+		e.Expires = base(e.Sec, e.Nsec) + d.varint()
+	}
+	if op == Put {
+		e.Value = d.bytes(d.uvarint())
+	}
+	return d.err
+}

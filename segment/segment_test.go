@@ -1,0 +1,239 @@
+package segment
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// randomEntries returns a random history of revisions [1, n] over keys
+// drawn from a small set (the empty key, shared prefixes, a key longer
+// than a block, bytes that are not UTF-8), sorted as a segment holds it.
+func randomEntries(rng *rand.Rand, n int) []Entry {
+	keys := []string{"", "a", "ab", "abc", "b", "b\xff\x00", "k/00000001", "k/00000002", strings.Repeat("long", 300)}
+	es := make([]Entry, n)
+	sec := int64(1_700_000_000)
+	for i := range es {
+		e := &es[i]
+		e.Key, e.Rev = keys[rng.IntN(len(keys))], int64(i+1)
+		if rng.IntN(50) == 0 { // an extreme instant, far past where nanoseconds fit
+			sec = []int64{math.MinInt64 / 2, -62135596800 - 1, 253402300800 + 7}[rng.IntN(3)]
+		} else {
+			sec += rng.Int64N(3)
+		}
+		e.Sec, e.Nsec, e.Zone = sec, int32(rng.IntN(1e9)), uint32(rng.IntN(3))
+		e.Op = Op(1 + rng.IntN(3))
+		if e.Op == Put {
+			e.Value = make([]byte, rng.IntN(40))
+			if rng.IntN(100) == 0 {
+				e.Value = make([]byte, 40_000) // larger than a block
+			}
+			for j := range e.Value {
+				e.Value[j] = byte(rng.IntN(256))
+			}
+			if e.HasTTL = rng.IntN(3) == 0; e.HasTTL {
+				e.Expires = rng.Int64()
+			}
+		}
+	}
+	slices.SortFunc(es, func(a, b Entry) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return int(a.Rev - b.Rev)
+	})
+	return es
+}
+
+// build writes es as a segment covering [1, last] with the given block size.
+func build(t testing.TB, es []Entry, last int64, blockSize int) []byte {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, 1, last, blockSize)
+	for i := range es {
+		require.NoError(t, w.Add(&es[i]))
+	}
+	prev, dig := [32]byte{1}, [32]byte{2}
+	n, err := w.Finish(prev, dig, []byte("zones"))
+	require.NoError(t, err)
+	require.Equal(t, int64(buf.Len()), n)
+	return buf.Bytes()
+}
+
+func same(t *testing.T, want, got Entry, what string) {
+	t.Helper()
+	if len(want.Value) == 0 && len(got.Value) == 0 {
+		want.Value, got.Value = nil, nil
+	}
+	require.Equal(t, want, got, what)
+}
+
+// TestRoundTrip checks every read against a brute-force look at the
+// entries written: All gives them back, Get answers every (key, revision)
+// with one block read, History every range.
+func TestRoundTrip(t *testing.T) {
+	for _, bs := range []int{1, 64, 4096, DefaultBlockSize} {
+		t.Run(fmt.Sprint("block=", bs), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(bs), 7))
+			const n = 3000
+			es := randomEntries(rng, n)
+			file := build(t, es, n, bs)
+			r, err := Open(bytes.NewReader(file), int64(len(file)))
+			require.NoError(t, err)
+			f := r.Footer()
+			require.Equal(t, Footer{First: 1, Last: n, Entries: n, Keys: 9, Prev: [32]byte{1}, Digest: [32]byte{2}}, f)
+			require.Equal(t, []byte("zones"), r.Meta())
+
+			i := 0
+			for e, err := range r.All() {
+				require.NoError(t, err)
+				same(t, es[i], e, fmt.Sprint("entry ", i))
+				i++
+			}
+			require.Equal(t, n, i)
+
+			for range 2000 {
+				key, rev := es[rng.IntN(n)].Key, rng.Int64N(n+2)
+				if rng.IntN(10) == 0 {
+					key += "\x00" // between two keys, or after the last
+				}
+				var want Entry
+				ok := false
+				for _, e := range es {
+					if e.Key == key && e.Rev <= rev {
+						want, ok = e, true
+					}
+				}
+				before := r.BlocksRead()
+				got, gotOK, err := r.Get(key, rev)
+				require.NoError(t, err)
+				require.Equal(t, ok, gotOK, "Get(%q, %d)", key, rev)
+				require.LessOrEqual(t, r.BlocksRead()-before, int64(1), "Get reads at most one block")
+				if ok {
+					same(t, want, got, fmt.Sprintf("Get(%q, %d)", key, rev))
+				}
+
+				lo := rng.Int64N(n + 2)
+				hi := lo + rng.Int64N(n/3)
+				var wantH, gotH []Entry
+				for _, e := range es {
+					if e.Key == key && e.Rev >= lo && e.Rev <= hi {
+						wantH = append(wantH, e)
+					}
+				}
+				for e, err := range r.History(key, lo, hi) {
+					require.NoError(t, err)
+					gotH = append(gotH, e)
+				}
+				require.Equal(t, len(wantH), len(gotH), "History(%q, %d, %d)", key, lo, hi)
+				for j := range wantH {
+					same(t, wantH[j], gotH[j], "History")
+				}
+			}
+		})
+	}
+}
+
+func TestWriterRefusesDisorder(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, 10, 20, 0)
+	require.NoError(t, w.Add(&Entry{Key: "b", Rev: 12, Op: Delete}))
+	for _, e := range []Entry{
+		{Key: "b", Rev: 12, Op: Delete}, // a repeat
+		{Key: "b", Rev: 11, Op: Delete}, // back in revisions
+		{Key: "a", Rev: 15, Op: Delete}, // back in keys
+		{Key: "c", Rev: 9, Op: Delete},  // below the range
+		{Key: "c", Rev: 21, Op: Delete}, // above it
+		{Key: "c", Rev: 13, Op: 0},
+		{Key: "c", Rev: 13, Op: 4},
+		{Key: "c", Rev: 13, Op: Expire, HasTTL: true},
+	} {
+		require.ErrorIs(t, w.Add(&e), ErrOrder, "%+v", e)
+	}
+}
+
+// TestDamage flips every byte of a small segment and cuts it at every
+// length: each is refused, by Open or by the read that meets it, as
+// ErrCorrupt (ErrVersion only where the footer's checksum was redone);
+// no damage ever yields a different entry.
+func TestDamage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	es := randomEntries(rng, 60)
+	file := build(t, es, 60, 256)
+	for i := range file {
+		for _, bit := range []byte{0x01, 0x80} {
+			bad := bytes.Clone(file)
+			bad[i] ^= bit
+			require.ErrorIs(t, readAll(bad, es), ErrCorrupt, "byte %d bit %#x", i, bit)
+		}
+	}
+	for n := range len(file) {
+		require.ErrorIs(t, readAll(file[:n], es), ErrCorrupt, "cut at %d", n)
+	}
+	bad := bytes.Clone(file) // a newer version, checksummed as a newer build would
+	end := len(bad) - footerSize
+	bad[end+136]++
+	copy(bad[end+140:], le32(checksum(bad[end:end+140])))
+	require.ErrorIs(t, readAll(bad, es), ErrVersion)
+}
+
+func le32(v uint32) []byte { return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)} }
+
+// readAll opens file and reads it every way, failing the test on an
+// answer that differs from es; it returns the first error met.
+func readAll(file []byte, es []Entry) error {
+	r, err := Open(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		return err
+	}
+	i := 0
+	for e, err := range r.All() {
+		if err != nil {
+			return err
+		}
+		if i >= len(es) || e.Key != es[i].Key || e.Rev != es[i].Rev || !bytes.Equal(e.Value, es[i].Value) || e.Sec != es[i].Sec || e.Expires != es[i].Expires {
+			return fmt.Errorf("a wrong entry %d: %+v", i, e)
+		}
+		i++
+	}
+	if i != len(es) {
+		return fmt.Errorf("%d entries, want %d", i, len(es))
+	}
+	return errors.New("no damage seen")
+}
+
+// FuzzOpen reads arbitrary bytes as a segment: never a panic, and every
+// failure is ErrCorrupt or ErrVersion.
+func FuzzOpen(f *testing.F) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	f.Add(build(f, randomEntries(rng, 20), 20, 128))
+	f.Add(build(f, nil, 1, 0))
+	f.Fuzz(func(t *testing.T, file []byte) {
+		r, err := Open(bytes.NewReader(file), int64(len(file)))
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrVersion) {
+				t.Fatalf("Open: %v is neither ErrCorrupt nor ErrVersion", err)
+			}
+			return
+		}
+		for _, err := range r.All() {
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("All: %v is not ErrCorrupt", err)
+			}
+		}
+		for _, err := range r.History("a", 0, math.MaxInt64) {
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("History: %v is not ErrCorrupt", err)
+			}
+		}
+		if _, _, err := r.Get("a", math.MaxInt64); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Get: %v is not ErrCorrupt", err)
+		}
+	})
+}

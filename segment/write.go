@@ -1,0 +1,193 @@
+package segment
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// Writer writes one segment, front to back. Add takes the entries in
+// (key, revision) order; Finish writes the index, the meta bytes and the
+// footer. The caller syncs and renames the file: a Writer only writes.
+//
+// Invariant: block holds the encoded entries of the block being filled,
+// which starts a new key; fences lists every block already written.
+type Writer struct {
+	w         io.Writer
+	first     int64
+	last      int64
+	blockSize int
+
+	off     int64 // bytes written to w
+	block   []byte
+	fences  []fence
+	cur     fence // the fence of the block being filled
+	entries int64
+	keys    int64
+	prevKey string // the last entry's key, rev, time: the deltas' bases
+	prevRev int64
+	prevSec int64
+	started bool // an entry was added
+	err     error
+}
+
+// fence is one block's entry in the index.
+type fence struct {
+	off, len int64
+	key      string
+	rev      int64
+	entries  int64
+}
+
+// NewWriter returns a writer of a segment covering revisions [first,
+// last] to w, with blocks of about blockSize bytes (<= 0:
+// DefaultBlockSize).
+func NewWriter(w io.Writer, first, last int64, blockSize int) *Writer {
+	if blockSize <= 0 {
+		blockSize = DefaultBlockSize
+	}
+	sw := &Writer{w: w, first: first, last: last, blockSize: blockSize}
+	h := make([]byte, headerSize)
+	copy(h, headerMagic)
+	binary.LittleEndian.PutUint32(h[8:], version)
+	sw.write(h)
+	return sw
+}
+
+func (sw *Writer) write(b []byte) {
+	if sw.err != nil {
+		return
+	}
+	n, err := sw.w.Write(b)
+	sw.off += int64(n)
+	sw.err = err
+}
+
+// Add appends e, which must follow the last entry in (key, revision)
+// order and lie in the writer's revisions; its Value is copied.
+func (sw *Writer) Add(e *Entry) error {
+	if sw.err != nil {
+		return sw.err
+	}
+	switch {
+	case e.Rev < sw.first || e.Rev > sw.last:
+		return fmt.Errorf("%w: revision %d outside [%d, %d]", ErrOrder, e.Rev, sw.first, sw.last)
+	case sw.started && !less(sw.prevKey, sw.prevRev, e.Key, e.Rev):
+		return fmt.Errorf("%w: %q@%d after %q@%d", ErrOrder, e.Key, e.Rev, sw.prevKey, sw.prevRev)
+	case e.Op < Put || e.Op > Expire:
+		return fmt.Errorf("%w: op %d of %q@%d", ErrOrder, e.Op, e.Key, e.Rev)
+	case e.HasTTL && e.Op != Put:
+		return fmt.Errorf("%w: a TTL on a tombstone, %q@%d", ErrOrder, e.Key, e.Rev)
+	}
+	if len(sw.block) >= sw.blockSize {
+		sw.flushBlock()
+	}
+	newKey := !sw.started || e.Key != sw.prevKey || len(sw.block) == 0
+	if !sw.started || e.Key != sw.prevKey {
+		sw.keys++
+	}
+	prevKey := sw.prevKey
+	if len(sw.block) == 0 { // a block starts afresh: it shares nothing
+		sw.cur = fence{off: sw.off, key: e.Key, rev: e.Rev}
+		prevKey = ""
+	}
+	sw.block = appendEntry(sw.block, e, newKey, prevKey, sw.prevRev, sw.prevSec)
+	sw.cur.entries++
+	sw.entries++
+	sw.prevKey, sw.prevRev, sw.prevSec, sw.started = e.Key, e.Rev, e.Sec, true
+	return sw.err
+}
+
+// appendEntry encodes e after the block's previous entry (prevKey, prevRev,
+// prevSec; prevKey "" at the block's start), which newKey says e does not
+// follow as the same key.
+func appendEntry(b []byte, e *Entry, newKey bool, prevKey string, prevRev, prevSec int64) []byte {
+	flags := byte(e.Op) & flagOp
+	if e.HasTTL {
+		flags |= flagTTL
+	}
+	if newKey {
+		flags |= flagNewKey
+	}
+	b = append(b, flags)
+	if newKey {
+		shared := commonPrefix(prevKey, e.Key)
+		b = binary.AppendUvarint(b, uint64(shared))
+		b = binary.AppendUvarint(b, uint64(len(e.Key)-shared))
+		b = append(b, e.Key[shared:]...)
+		b = binary.AppendUvarint(b, uint64(e.Rev))
+		b = binary.AppendVarint(b, e.Sec)
+	} else {
+		b = binary.AppendUvarint(b, uint64(e.Rev-prevRev))
+		b = binary.AppendVarint(b, e.Sec-prevSec)
+	}
+	b = binary.AppendUvarint(b, uint64(e.Nsec))
+	b = binary.AppendUvarint(b, uint64(e.Zone))
+	if e.HasTTL {
+		b = binary.AppendVarint(b, e.Expires-base(e.Sec, e.Nsec))
+	}
+	if e.Op == Put {
+		b = binary.AppendUvarint(b, uint64(len(e.Value)))
+		b = append(b, e.Value...)
+	}
+	return b
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// flushBlock writes the block being filled with its checksum.
+func (sw *Writer) flushBlock() {
+	if len(sw.block) == 0 {
+		return
+	}
+	sw.block = binary.LittleEndian.AppendUint32(sw.block, checksum(sw.block))
+	sw.cur.len = int64(len(sw.block))
+	sw.write(sw.block)
+	sw.fences = append(sw.fences, sw.cur)
+	sw.block = sw.block[:0]
+}
+
+// Finish writes the last block, the index, meta and the footer, which
+// records the chain's digests before the first revision (prev) and at the
+// last (digest). It returns the segment's size.
+func (sw *Writer) Finish(prev, digest [32]byte, meta []byte) (int64, error) {
+	sw.flushBlock()
+	var ix []byte
+	ix = binary.AppendUvarint(ix, uint64(len(sw.fences)))
+	for _, f := range sw.fences {
+		ix = binary.AppendUvarint(ix, uint64(f.off))
+		ix = binary.AppendUvarint(ix, uint64(f.len))
+		ix = binary.AppendUvarint(ix, uint64(len(f.key)))
+		ix = append(ix, f.key...)
+		ix = binary.AppendUvarint(ix, uint64(f.rev))
+		ix = binary.AppendUvarint(ix, uint64(f.entries))
+	}
+	ixOff := sw.off
+	sw.write(ix)
+	metaOff := sw.off
+	sw.write(meta)
+	f := make([]byte, 0, footerSize)
+	for _, v := range []int64{ixOff, int64(len(ix)), metaOff, int64(len(meta)), sw.first, sw.last, sw.entries, sw.keys} {
+		f = binary.LittleEndian.AppendUint64(f, uint64(v))
+	}
+	f = append(f, prev[:]...)
+	f = append(f, digest[:]...)
+	f = binary.LittleEndian.AppendUint32(f, checksum(ix))
+	f = binary.LittleEndian.AppendUint32(f, checksum(meta))
+	f = binary.LittleEndian.AppendUint32(f, version)
+	f = binary.LittleEndian.AppendUint32(f, checksum(f))
+	f = append(f, footerMagic...)
+	sw.write(f)
+	if sw.err != nil {
+		return 0, fmt.Errorf("write segment: %w", sw.err)
+	}
+	return sw.off, nil
+}
