@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"sort"
+	"sync"
 	"sync/atomic"
 )
 
@@ -141,6 +142,10 @@ func (sr *Reader) IndexBytes() int64 {
 	return n
 }
 
+// blockBufs are Get's block buffers: Get copies out the one value it
+// returns, so its buffer can serve the next Get.
+var blockBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 // Get returns key's newest entry with Rev <= rev in the segment, reading
 // at most one block.
 func (sr *Reader) Get(key string, rev int64) (Entry, bool, error) {
@@ -148,18 +153,33 @@ func (sr *Reader) Get(key string, rev int64) (Entry, bool, error) {
 	if i < 0 {
 		return Entry{}, false, nil
 	}
+	pb := blockBufs.Get().(*[]byte)
+	defer blockBufs.Put(pb)
+	b, err := sr.load(i, *pb)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	*pb = b.entries[:0] // the buffer, grown if it had to be, for the next Get
+	j, err := sr.seek(&b, key, rev)
+	if err != nil {
+		return Entry{}, false, err
+	}
 	var found Entry
 	ok := false
-	for e, err := range sr.block(i) {
-		if err != nil {
-			return Entry{}, false, err
-		}
-		if e.Key > key || e.Key == key && e.Rev > rev {
-			break
-		}
-		if e.Key == key {
+	sr.scan(&b, j, func(e Entry, serr error) bool {
+		switch {
+		case serr != nil:
+			err = serr
+			return false
+		case e.Key > key || e.Key == key && e.Rev > rev:
+			return false
+		case e.Key == key:
 			found, ok = e, true
 		}
+		return true
+	})
+	if err != nil {
+		return Entry{}, false, err
 	}
 	found.Value = bytes.Clone(found.Value) // not the whole block's buffer
 	return found, ok, nil
@@ -203,47 +223,108 @@ func (sr *Reader) All() iter.Seq2[Entry, error] {
 	}
 }
 
-// block reads block i and yields its entries, checking the checksum, the
-// fence and the order. An entry's Value points into the block's buffer,
-// read afresh for each call and never written again.
+// loaded is a block read from the file and checked against its
+// checksum, with its restart points split off.
+type loaded struct {
+	f        fence
+	entries  []byte   // the encoded entries
+	restarts []uint32 // offsets in entries of every restartEvery-th entry
+}
+
+// load reads block i into buf (nil: a new buffer) and checks its
+// checksum and restart points.
+func (sr *Reader) load(i int, buf []byte) (loaded, error) {
+	f := sr.fences[i]
+	if int64(cap(buf)) < f.len {
+		buf = make([]byte, f.len)
+	}
+	buf = buf[:f.len]
+	sr.reads.Add(1)
+	if _, err := sr.r.ReadAt(buf, f.off); err != nil {
+		return loaded{}, fmt.Errorf("read segment block at offset %d: %w", f.off, err)
+	}
+	body := buf[:len(buf)-4]
+	if checksum(body) != binary.LittleEndian.Uint32(buf[len(body):]) {
+		return loaded{}, fmt.Errorf("%w: block at offset %d fails its checksum", ErrCorrupt, f.off)
+	}
+	m := int64(binary.LittleEndian.Uint32(body[len(body)-4:]))
+	if m != (f.entries+restartEvery-1)/restartEvery || 4+4*m > int64(len(body)) {
+		return loaded{}, fmt.Errorf("%w: block at offset %d has %d restart points for %d entries", ErrCorrupt, f.off, m, f.entries)
+	}
+	b := loaded{f: f, entries: body[:int64(len(body))-4-4*m], restarts: make([]uint32, m)}
+	for k := range b.restarts {
+		b.restarts[k] = binary.LittleEndian.Uint32(body[len(b.entries)+4*k:])
+		if k == 0 && b.restarts[k] != 0 || k > 0 && b.restarts[k] <= b.restarts[k-1] || int(b.restarts[k]) >= len(b.entries) {
+			return loaded{}, fmt.Errorf("%w: block at offset %d has restart points out of order", ErrCorrupt, f.off)
+		}
+	}
+	return b, nil
+}
+
+// block reads block i and yields its entries.
 func (sr *Reader) block(i int) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		f := sr.fences[i]
-		buf := make([]byte, f.len)
-		sr.reads.Add(1)
-		if _, err := sr.r.ReadAt(buf, f.off); err != nil {
-			yield(Entry{}, fmt.Errorf("read segment block at offset %d: %w", f.off, err))
+		b, err := sr.load(i, nil)
+		if err != nil {
+			yield(Entry{}, err)
 			return
 		}
-		body := buf[:len(buf)-4]
-		if checksum(body) != binary.LittleEndian.Uint32(buf[len(body):]) {
-			yield(Entry{}, fmt.Errorf("%w: block at offset %d fails its checksum", ErrCorrupt, f.off))
-			return
-		}
-		d := decoder{b: body}
+		sr.scan(&b, 0, yield)
+	}
+}
+
+// seek returns the restart point of b to scan from for (key, rev): the
+// last whose entry is at or before it. The newest entry of key at or below
+// rev, if b holds one, is at or after that entry, which would otherwise
+// be a newer one.
+func (sr *Reader) seek(b *loaded, key string, rev int64) (int, error) {
+	var err error
+	j := sort.Search(len(b.restarts), func(k int) bool {
+		d := decoder{b: b.entries[b.restarts[k]:]}
 		var e Entry
-		for n := int64(0); d.rest() > 0; n++ {
-			prev := e
-			if err := d.entry(&e, n == 0); err != nil {
-				yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d: %v", ErrCorrupt, f.off, n, err))
-				return
-			}
-			switch {
-			case n == 0 && (e.Key != f.key || e.Rev != f.rev):
-				err := fmt.Errorf("%w: block at offset %d begins with %q@%d, its fence says %q@%d", ErrCorrupt, f.off, e.Key, e.Rev, f.key, f.rev)
-				yield(Entry{}, err)
-				return
-			case n > 0 && !less(prev.Key, prev.Rev, e.Key, e.Rev), e.Rev < sr.footer.First, e.Rev > sr.footer.Last, n >= f.entries:
-				yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d (%q@%d) is out of order or range", ErrCorrupt, f.off, n, e.Key, e.Rev))
-				return
-			}
-			if !yield(e, nil) {
-				return
-			}
-			if d.rest() == 0 && n+1 != f.entries {
-				yield(Entry{}, fmt.Errorf("%w: block at offset %d holds %d entries, its fence says %d", ErrCorrupt, f.off, n+1, f.entries))
-				return
-			}
+		if derr := d.entry(&e, true); derr != nil {
+			err = fmt.Errorf("%w: block at offset %d, restart %d: %v", ErrCorrupt, b.f.off, k, derr)
+			return true
+		}
+		return less(key, rev, e.Key, e.Rev)
+	}) - 1
+	return max(j, 0), err
+}
+
+// scan yields b's entries from restart point j on, checking each against
+// the fence, the restart points, the order and the segment's range. An
+// entry's Value points into the block's buffer, read afresh for each load
+// and never written again.
+func (sr *Reader) scan(b *loaded, j int, yield func(Entry, error) bool) {
+	f := b.f
+	d := decoder{b: b.entries[b.restarts[j]:]}
+	var e Entry
+	for n := int64(j) * restartEvery; d.rest() > 0; n++ {
+		prev := e
+		restart := n%restartEvery == 0
+		if restart && (n/restartEvery >= int64(len(b.restarts)) || len(b.entries)-d.rest() != int(b.restarts[n/restartEvery])) {
+			yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d is not at its restart point", ErrCorrupt, f.off, n))
+			return
+		}
+		if err := d.entry(&e, restart); err != nil {
+			yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d: %v", ErrCorrupt, f.off, n, err))
+			return
+		}
+		switch {
+		case n == 0 && (e.Key != f.key || e.Rev != f.rev):
+			err := fmt.Errorf("%w: block at offset %d begins with %q@%d, its fence says %q@%d", ErrCorrupt, f.off, e.Key, e.Rev, f.key, f.rev)
+			yield(Entry{}, err)
+			return
+		case !restart && !less(prev.Key, prev.Rev, e.Key, e.Rev), e.Rev < sr.footer.First, e.Rev > sr.footer.Last, n >= f.entries:
+			yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d (%q@%d) is out of order or range", ErrCorrupt, f.off, n, e.Key, e.Rev))
+			return
+		}
+		if !yield(e, nil) {
+			return
+		}
+		if d.rest() == 0 && n+1 != f.entries {
+			yield(Entry{}, fmt.Errorf("%w: block at offset %d holds %d entries, its fence says %d", ErrCorrupt, f.off, n+1, f.entries))
+			return
 		}
 	}
 }
@@ -311,10 +392,13 @@ func (d *decoder) entry(e *Entry, first bool) error {
 	case hasTTL && op != Put:
 		return fmt.Errorf("a TTL on a tombstone")
 	case first && !newKey:
-		return fmt.Errorf("a block's first entry continues a key")
+		return fmt.Errorf("an entry at a restart point continues a key")
 	}
 	if newKey {
 		shared := d.uvarint()
+		if d.err == nil && first && shared != 0 {
+			return fmt.Errorf("an entry at a restart point shares %d bytes of a key", shared)
+		}
 		if d.err == nil && shared > uint64(len(e.Key)) {
 			return fmt.Errorf("shares %d bytes of a %d-byte key", shared, len(e.Key))
 		}

@@ -18,17 +18,18 @@ type Writer struct {
 	last      int64
 	blockSize int
 
-	off     int64 // bytes written to w
-	block   []byte
-	fences  []fence
-	cur     fence // the fence of the block being filled
-	entries int64
-	keys    int64
-	prevKey string // the last entry's key, rev, time: the deltas' bases
-	prevRev int64
-	prevSec int64
-	started bool // an entry was added
-	err     error
+	off      int64 // bytes written to w
+	block    []byte
+	restarts []uint32 // the block's restart points
+	fences   []fence
+	cur      fence // the fence of the block being filled
+	entries  int64
+	keys     int64
+	prevKey  string // the last entry's key, rev, time: the deltas' bases
+	prevRev  int64
+	prevSec  int64
+	started  bool // an entry was added
+	err      error
 }
 
 // fence is one block's entry in the index.
@@ -82,13 +83,20 @@ func (sw *Writer) Add(e *Entry) error {
 	if len(sw.block) >= sw.blockSize {
 		sw.flushBlock()
 	}
-	newKey := !sw.started || e.Key != sw.prevKey || len(sw.block) == 0
 	if !sw.started || e.Key != sw.prevKey {
 		sw.keys++
 	}
-	prevKey := sw.prevKey
-	if len(sw.block) == 0 { // a block starts afresh: it shares nothing
+	if len(sw.block) == 0 {
 		sw.cur = fence{off: sw.off, key: e.Key, rev: e.Rev}
+	}
+	// An entry at a restart point (every restartEvery-th of a block, the
+	// first included) starts afresh: a new key that shares nothing, so
+	// that a read can begin decoding there.
+	restart := sw.cur.entries%restartEvery == 0
+	newKey := restart || e.Key != sw.prevKey
+	prevKey := sw.prevKey
+	if restart {
+		sw.restarts = append(sw.restarts, uint32(len(sw.block)))
 		prevKey = ""
 	}
 	sw.block = appendEntry(sw.block, e, newKey, prevKey, sw.prevRev, sw.prevSec)
@@ -148,6 +156,11 @@ func (sw *Writer) flushBlock() {
 	if len(sw.block) == 0 {
 		return
 	}
+	for _, r := range sw.restarts {
+		sw.block = binary.LittleEndian.AppendUint32(sw.block, r)
+	}
+	sw.block = binary.LittleEndian.AppendUint32(sw.block, uint32(len(sw.restarts)))
+	sw.restarts = sw.restarts[:0]
 	sw.block = binary.LittleEndian.AppendUint32(sw.block, checksum(sw.block))
 	sw.cur.len = int64(len(sw.block))
 	sw.write(sw.block)
