@@ -19,7 +19,7 @@ func wSegment(b *testing.B, n int) []byte {
 			es = append(es, Entry{Key: fmt.Sprintf("k/%08d", k), Rev: rev, Sec: ns / 1e9, Nsec: int32(ns % 1e9), Op: Put, Value: []byte("0123456789abcdef")})
 		}
 	}
-	return build(b, es, int64(n), 0)
+	return build(b, es, int64(n), 0) // one entry a revision: build adds their times
 }
 
 // BenchmarkGet is a point read at a random key and revision of W(1 M)'s

@@ -16,12 +16,13 @@ import (
 // checked against their checksum and fence every time. Safe for
 // concurrent use.
 type Reader struct {
-	r      io.ReaderAt
-	size   int64
-	footer Footer
-	fences []fence
-	meta   []byte
-	reads  atomic.Int64 // blocks read from r, for tests and stats
+	r       io.ReaderAt
+	size    int64
+	footer  Footer
+	fences  []fence
+	tFences []timeFence // the time column's blocks (times.go)
+	meta    []byte
+	reads   atomic.Int64 // blocks read from r, for tests and stats
 }
 
 // Open reads the footer, index and meta of the segment r of size bytes,
@@ -62,7 +63,7 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	copy(sr.footer.Digest[:], f[96:128])
 	end := size - footerSize
 	if ixOff < headerSize || ixLen < 1 || ixOff > end-ixLen || metaOff != ixOff+ixLen || metaLen != end-metaOff ||
-		sr.footer.First > sr.footer.Last || sr.footer.Entries < 0 || sr.footer.Keys < 0 || sr.footer.Keys > sr.footer.Entries {
+		sr.footer.First < 1 || sr.footer.First > sr.footer.Last || sr.footer.Entries < 0 || sr.footer.Keys < 0 || sr.footer.Keys > sr.footer.Entries {
 		return nil, fmt.Errorf("%w: footer at offset %d names impossible offsets or counts", ErrCorrupt, end)
 	}
 	body := make([]byte, ixLen+metaLen)
@@ -104,7 +105,7 @@ func (sr *Reader) decodeIndex(ix []byte, ixOff int64) error {
 		switch {
 		case d.err != nil:
 			return bad(fmt.Sprintf("block %d: %v", i, d.err))
-		case f.off != next || f.len < 5 || f.len > ixOff-f.off:
+		case f.off != next || f.len < 8 || f.len > ixOff-f.off:
 			return bad(fmt.Sprintf("block %d at offset %d of %d bytes does not follow the one before", i, f.off, f.len))
 		case f.rev < sr.footer.First || f.rev > sr.footer.Last || f.entries < 1:
 			return bad(fmt.Sprintf("block %d's fence %q@%d is outside the segment", i, f.key, f.rev))
@@ -114,6 +115,10 @@ func (sr *Reader) decodeIndex(ix []byte, ixOff int64) error {
 		next += f.len
 		total += f.entries
 		sr.fences = append(sr.fences, f)
+	}
+	next, err := sr.decodeTimeIndex(&d, next, bad)
+	if err != nil {
+		return err
 	}
 	if d.rest() != 0 || next != ixOff || total != sr.footer.Entries {
 		return bad("blocks do not fill the file or add up to its entries")

@@ -2,11 +2,13 @@ package segment
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -19,16 +21,28 @@ import (
 func randomEntries(rng *rand.Rand, n int) []Entry {
 	keys := []string{"", "a", "ab", "abc", "b", "b\xff\x00", "k/00000001", "k/00000002", strings.Repeat("long", 300)}
 	es := make([]Entry, n)
-	sec := int64(1_700_000_000)
+	// Times never go back from one revision to the next; some are extreme
+	// instants, far past where Unix nanoseconds fit, and some repeat.
+	times := make([][2]int64, n)
+	for i := range times {
+		times[i] = [2]int64{1_700_000_000 + rng.Int64N(int64(n)), rng.Int64N(1e9)}
+		switch rng.IntN(60) {
+		case 0:
+			times[i][0] = []int64{math.MinInt64 / 2, -62135596800 - 1, 253402300800 + 7, math.MaxInt64 / 2}[rng.IntN(4)]
+		case 1:
+			times[i] = times[max(i-1, 0)]
+		}
+	}
+	slices.SortFunc(times, func(a, b [2]int64) int {
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		return cmp.Compare(a[1], b[1])
+	})
 	for i := range es {
 		e := &es[i]
 		e.Key, e.Rev = keys[rng.IntN(len(keys))], int64(i+1)
-		if rng.IntN(50) == 0 { // an extreme instant, far past where nanoseconds fit
-			sec = []int64{math.MinInt64 / 2, -62135596800 - 1, 253402300800 + 7}[rng.IntN(3)]
-		} else {
-			sec += rng.Int64N(3)
-		}
-		e.Sec, e.Nsec, e.Zone = sec, int32(rng.IntN(1e9)), uint32(rng.IntN(3))
+		e.Sec, e.Nsec, e.Zone = times[i][0], int32(times[i][1]), uint32(rng.IntN(3))
 		e.Op = Op(1 + rng.IntN(3))
 		if e.Op == Put {
 			e.Value = make([]byte, rng.IntN(40))
@@ -58,6 +72,16 @@ func build(t testing.TB, es []Entry, last int64, blockSize int) []byte {
 	w := NewWriter(&buf, 1, last, blockSize)
 	for i := range es {
 		require.NoError(t, w.Add(&es[i]))
+	}
+	byRev := slices.Clone(es) // every revision has one entry here: its time is the revision's
+	slices.SortFunc(byRev, func(a, b Entry) int { return cmp.Compare(a.Rev, b.Rev) })
+	for i := int64(1); i <= last; i++ {
+		sec, nsec := int64(0), int32(0)
+		if len(byRev) > 0 {
+			e := byRev[min(int(i), len(byRev))-1]
+			sec, nsec = e.Sec, e.Nsec
+		}
+		require.NoError(t, w.AddTime(sec, nsec))
 	}
 	prev, dig := [32]byte{1}, [32]byte{2}
 	n, err := w.Finish(prev, dig, []byte("zones"))
@@ -90,6 +114,7 @@ func TestRoundTrip(t *testing.T) {
 			require.Equal(t, Footer{First: 1, Last: n, Entries: n, Keys: 9, Prev: [32]byte{1}, Digest: [32]byte{2}}, f)
 			require.Equal(t, []byte("zones"), r.Meta())
 
+			checkTimes(t, r, es)
 			i := 0
 			for e, err := range r.All() {
 				require.NoError(t, err)
@@ -205,6 +230,15 @@ func readAll(file []byte, es []Entry) error {
 	if i != len(es) {
 		return fmt.Errorf("%d entries, want %d", i, len(es))
 	}
+	for _, e := range es {
+		sec, nsec, err := r.TimeOf(e.Rev)
+		if err != nil {
+			return err
+		}
+		if sec != e.Sec || nsec != e.Nsec {
+			return fmt.Errorf("a wrong time at %d", e.Rev)
+		}
+	}
 	return errors.New("no damage seen")
 }
 
@@ -236,4 +270,33 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("Get: %v is not ErrCorrupt", err)
 		}
 	})
+}
+
+// checkTimes checks TimeOf at every revision and RevAt at every entry's
+// time, and just before and after it, against es (one entry a revision).
+func checkTimes(t *testing.T, r *Reader, es []Entry) {
+	byRev := slices.Clone(es)
+	slices.SortFunc(byRev, func(a, b Entry) int { return cmp.Compare(a.Rev, b.Rev) })
+	revAt := func(sec int64, nsec int32) int64 { // the last revision at or before
+		i := sort.Search(len(byRev), func(i int) bool {
+			return byRev[i].Sec > sec || byRev[i].Sec == sec && byRev[i].Nsec > nsec
+		})
+		return int64(i) // revisions are 1..n: i entries are at or before
+	}
+	for _, e := range byRev {
+		sec, nsec, err := r.TimeOf(e.Rev)
+		require.NoError(t, err)
+		require.Equal(t, [2]int64{e.Sec, int64(e.Nsec)}, [2]int64{sec, int64(nsec)}, "TimeOf(%d)", e.Rev)
+		for _, d := range []int32{-1, 0, 1} {
+			s, ns := e.Sec, e.Nsec+d
+			if ns < 0 || ns >= 1e9 {
+				continue
+			}
+			got, err := r.RevAt(s, ns)
+			require.NoError(t, err)
+			require.Equal(t, revAt(s, ns), got, "RevAt(%d, %d)", s, ns)
+		}
+	}
+	_, _, err := r.TimeOf(int64(len(es)) + 1)
+	require.Error(t, err, "a revision past the segment")
 }

@@ -10,6 +10,8 @@ import (
 // (key, revision) order; Finish writes the index, the meta bytes and the
 // footer. The caller syncs and renames the file: a Writer only writes.
 //
+// The entries come first, then a time for every revision (AddTime).
+//
 // Invariant: block holds the encoded entries of the block being filled,
 // which starts a new key; fences lists every block already written.
 type Writer struct {
@@ -30,6 +32,14 @@ type Writer struct {
 	prevSec  int64
 	started  bool // an entry was added
 	err      error
+
+	// The time column (times.go): times counts the times added.
+	times   int64
+	tSec    int64 // the last time added
+	tNsec   int32
+	tBlock  []byte
+	tCur    timeFence
+	tFences []timeFence
 }
 
 // fence is one block's entry in the index.
@@ -41,7 +51,7 @@ type fence struct {
 }
 
 // NewWriter returns a writer of a segment covering revisions [first,
-// last] to w, with blocks of about blockSize bytes (<= 0:
+// last] (first >= 1, last >= first) to w, with blocks of about blockSize bytes (<= 0:
 // DefaultBlockSize).
 func NewWriter(w io.Writer, first, last int64, blockSize int) *Writer {
 	if blockSize <= 0 {
@@ -71,6 +81,8 @@ func (sw *Writer) Add(e *Entry) error {
 		return sw.err
 	}
 	switch {
+	case sw.times > 0:
+		return fmt.Errorf("%w: entry %q@%d after the first time", ErrOrder, e.Key, e.Rev)
 	case e.Rev < sw.first || e.Rev > sw.last:
 		return fmt.Errorf("%w: revision %d outside [%d, %d]", ErrOrder, e.Rev, sw.first, sw.last)
 	case sw.started && !less(sw.prevKey, sw.prevRev, e.Key, e.Rev):
@@ -172,7 +184,11 @@ func (sw *Writer) flushBlock() {
 // records the chain's digests before the first revision (prev) and at the
 // last (digest). It returns the segment's size.
 func (sw *Writer) Finish(prev, digest [32]byte, meta []byte) (int64, error) {
+	if n := sw.last - sw.first + 1; sw.times != n {
+		return 0, fmt.Errorf("%w: %d times for the %d revisions [%d, %d]", ErrOrder, sw.times, n, sw.first, sw.last)
+	}
 	sw.flushBlock()
+	sw.flushTimes()
 	var ix []byte
 	ix = binary.AppendUvarint(ix, uint64(len(sw.fences)))
 	for _, f := range sw.fences {
@@ -183,6 +199,7 @@ func (sw *Writer) Finish(prev, digest [32]byte, meta []byte) (int64, error) {
 		ix = binary.AppendUvarint(ix, uint64(f.rev))
 		ix = binary.AppendUvarint(ix, uint64(f.entries))
 	}
+	ix = sw.appendTimeIndex(ix)
 	ixOff := sw.off
 	sw.write(ix)
 	metaOff := sw.off

@@ -1,0 +1,189 @@
+package segment
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+)
+
+// The time column: the time of every revision the segment covers, First
+// to Last, so that the time of a sealed revision, and the revision at a
+// time, are read from the disk and not held in memory. It follows the
+// entry blocks, in blocks of timesPerBlock revisions, each ending with
+// its CRC-32C; the index lists each block's offset, length and first time.
+// A time is stored as the nanoseconds since the one before it, doubled
+// (times never go back); an odd value escapes a step that does not fit,
+// and is followed by the time's Unix seconds (varint) and nanoseconds
+// (uvarint). A block's first time is in the index, not the block.
+const timesPerBlock = 1024
+
+// timeFence is one block of the time column in the index.
+type timeFence struct {
+	off, len int64
+	sec      int64
+	nsec     int32
+}
+
+// AddTime adds the time of the next revision, First first. Every entry
+// must have been added before the first time; the times must not go back,
+// and Finish checks there is one for every revision.
+func (sw *Writer) AddTime(sec int64, nsec int32) error {
+	if sw.err != nil {
+		return sw.err
+	}
+	rev := sw.first + sw.times
+	switch {
+	case rev > sw.last:
+		return fmt.Errorf("%w: a time for revision %d, past %d", ErrOrder, rev, sw.last)
+	case nsec < 0 || nsec >= 1e9:
+		return fmt.Errorf("%w: %d nanoseconds at revision %d", ErrOrder, nsec, rev)
+	case sw.times > 0 && (sec < sw.tSec || sec == sw.tSec && nsec < sw.tNsec):
+		return fmt.Errorf("%w: the time of revision %d is before the one before it", ErrOrder, rev)
+	}
+	sw.flushBlock() // the entries' last block: the time column follows them
+	if sw.times%timesPerBlock == 0 {
+		sw.flushTimes()
+		sw.tCur = timeFence{off: sw.off, sec: sec, nsec: nsec}
+	} else {
+		if ds := sec - sw.tSec; ds >= 0 && ds < 1<<32 { // then the step is below 1<<62
+			step := ds*1e9 + int64(nsec-sw.tNsec)
+			sw.tBlock = binary.AppendUvarint(sw.tBlock, uint64(step)<<1)
+		} else {
+			sw.tBlock = binary.AppendUvarint(sw.tBlock, 1)
+			sw.tBlock = binary.AppendVarint(sw.tBlock, sec)
+			sw.tBlock = binary.AppendUvarint(sw.tBlock, uint64(nsec))
+		}
+	}
+	sw.tSec, sw.tNsec = sec, nsec
+	sw.times++
+	return sw.err
+}
+
+// flushTimes writes the time block being filled, if any.
+func (sw *Writer) flushTimes() {
+	if sw.times == 0 {
+		return
+	}
+	sw.tBlock = binary.LittleEndian.AppendUint32(sw.tBlock, checksum(sw.tBlock))
+	sw.tCur.len = int64(len(sw.tBlock))
+	sw.write(sw.tBlock)
+	sw.tFences = append(sw.tFences, sw.tCur)
+	sw.tBlock = sw.tBlock[:0]
+}
+
+// appendTimeIndex appends the time column's part of the index.
+func (sw *Writer) appendTimeIndex(ix []byte) []byte {
+	ix = binary.AppendUvarint(ix, uint64(len(sw.tFences)))
+	for _, f := range sw.tFences {
+		ix = binary.AppendUvarint(ix, uint64(f.off))
+		ix = binary.AppendUvarint(ix, uint64(f.len))
+		ix = binary.AppendVarint(ix, f.sec)
+		ix = binary.AppendUvarint(ix, uint64(f.nsec))
+	}
+	return ix
+}
+
+// decodeTimeIndex decodes the time column's part of the index, whose
+// blocks begin at off, and returns the offset after the last.
+func (sr *Reader) decodeTimeIndex(d *decoder, off int64, bad func(string) error) (int64, error) {
+	revs := sr.footer.Last - sr.footer.First + 1
+	n := d.uvarint()
+	if d.err != nil || int64(n) != (revs+timesPerBlock-1)/timesPerBlock {
+		return 0, bad(fmt.Sprintf("%d time blocks for %d revisions", n, revs))
+	}
+	sr.tFences = make([]timeFence, n)
+	for i := range sr.tFences {
+		f := timeFence{off: int64(d.uvarint()), len: int64(d.uvarint()), sec: d.varint()}
+		nsec := d.uvarint()
+		f.nsec = int32(nsec)
+		switch {
+		case d.err != nil:
+			return 0, bad(fmt.Sprintf("time block %d: %v", i, d.err))
+		case f.off != off || f.len < 4 || nsec >= 1e9:
+			return 0, bad(fmt.Sprintf("time block %d at offset %d of %d bytes does not follow the one before", i, f.off, f.len))
+		case i > 0 && (f.sec < sr.tFences[i-1].sec || f.sec == sr.tFences[i-1].sec && f.nsec < sr.tFences[i-1].nsec):
+			return 0, bad(fmt.Sprintf("time block %d goes back in time", i))
+		}
+		off += f.len
+		sr.tFences[i] = f
+	}
+	return off, nil
+}
+
+// times reads time block i and returns its times, each as (sec, nsec).
+func (sr *Reader) times(i int) ([][2]int64, error) {
+	f := sr.tFences[i]
+	buf := make([]byte, f.len)
+	sr.reads.Add(1)
+	if _, err := sr.r.ReadAt(buf, f.off); err != nil {
+		return nil, fmt.Errorf("read segment time block at offset %d: %w", f.off, err)
+	}
+	body := buf[:len(buf)-4]
+	if checksum(body) != binary.LittleEndian.Uint32(buf[len(body):]) {
+		return nil, fmt.Errorf("%w: time block at offset %d fails its checksum", ErrCorrupt, f.off)
+	}
+	want := min(int64(timesPerBlock), sr.footer.Last-sr.footer.First+1-int64(i)*timesPerBlock)
+	out := make([][2]int64, 1, want)
+	out[0] = [2]int64{f.sec, int64(f.nsec)}
+	d := decoder{b: body}
+	for d.rest() > 0 && int64(len(out)) < want {
+		prev := out[len(out)-1]
+		v := d.uvarint()
+		var t [2]int64
+		if v&1 == 0 {
+			ns := prev[1] + int64(v>>1)
+			if t = [2]int64{prev[0] + ns/1e9, ns % 1e9}; t[0] < prev[0] {
+				return nil, fmt.Errorf("%w: time block at offset %d overflows", ErrCorrupt, f.off)
+			}
+		} else {
+			t = [2]int64{d.varint(), int64(d.uvarint())}
+			if v != 1 || t[1] >= 1e9 || t[0] < prev[0] || t[0] == prev[0] && t[1] < prev[1] {
+				return nil, fmt.Errorf("%w: time block at offset %d goes back in time", ErrCorrupt, f.off)
+			}
+		}
+		if d.err != nil {
+			break
+		}
+		out = append(out, t)
+	}
+	if d.err != nil || d.rest() != 0 || int64(len(out)) != want {
+		return nil, fmt.Errorf("%w: time block at offset %d does not hold its %d times", ErrCorrupt, f.off, want)
+	}
+	if i+1 < len(sr.tFences) {
+		if n := sr.tFences[i+1]; out[len(out)-1][0] > n.sec || out[len(out)-1][0] == n.sec && out[len(out)-1][1] > int64(n.nsec) {
+			return nil, fmt.Errorf("%w: time block at offset %d ends after the next begins", ErrCorrupt, f.off)
+		}
+	}
+	return out, nil
+}
+
+// TimeOf returns the time of revision rev, First <= rev <= Last, reading
+// one block.
+func (sr *Reader) TimeOf(rev int64) (sec int64, nsec int32, err error) {
+	if rev < sr.footer.First || rev > sr.footer.Last {
+		return 0, 0, fmt.Errorf("revision %d is outside the segment's [%d, %d]", rev, sr.footer.First, sr.footer.Last)
+	}
+	k := rev - sr.footer.First
+	ts, err := sr.times(int(k / timesPerBlock))
+	if err != nil {
+		return 0, 0, err
+	}
+	t := ts[k%timesPerBlock]
+	return t[0], int32(t[1]), nil
+}
+
+// RevAt returns the last revision of the segment whose time is at or
+// before (sec, nsec), or First-1 if none is, reading at most one block.
+func (sr *Reader) RevAt(sec int64, nsec int32) (int64, error) {
+	after := func(s int64, ns int64) bool { return s > sec || s == sec && ns > int64(nsec) }
+	i := sort.Search(len(sr.tFences), func(i int) bool { return after(sr.tFences[i].sec, int64(sr.tFences[i].nsec)) }) - 1
+	if i < 0 {
+		return sr.footer.First - 1, nil
+	}
+	ts, err := sr.times(i)
+	if err != nil {
+		return 0, err
+	}
+	j := sort.Search(len(ts), func(j int) bool { return after(ts[j][0], ts[j][1]) })
+	return sr.footer.First + int64(i)*timesPerBlock + int64(j) - 1, nil
+}
