@@ -242,9 +242,9 @@ func readAll(file []byte, es []Entry) error {
 	return errors.New("no damage seen")
 }
 
-// FuzzOpen reads arbitrary bytes as a segment: never a panic, and every
+// FuzzSegment reads arbitrary bytes as a segment: never a panic, and every
 // failure is ErrCorrupt or ErrVersion.
-func FuzzOpen(f *testing.F) {
+func FuzzSegment(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	f.Add(build(f, randomEntries(rng, 20), 20, 128))
 	f.Add(build(f, nil, 1, 0))
