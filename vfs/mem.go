@@ -27,10 +27,11 @@ const (
 	OpRemove
 	OpSyncDir
 	OpMkdir
+	OpReadAt // a read at an offset; not counted by Ops, and no crash strikes it
 )
 
 func (o Op) String() string {
-	return [...]string{"create", "open", "write", "sync", "truncate", "rename", "remove", "syncdir", "mkdir"}[o]
+	return [...]string{"create", "open", "write", "sync", "truncate", "rename", "remove", "syncdir", "mkdir", "readat"}[o]
 }
 
 // ErrCrashed is the error of every operation of a Mem after the crash
@@ -74,6 +75,7 @@ type Mem struct {
 	ops, crashAt int
 	crashRNG     *rand.Rand
 	crashed      *Mem
+	reads        int64 // ReadAt calls (Reads)
 }
 
 // dirChange is one change to a directory's entries: name now holds ino
@@ -338,6 +340,46 @@ func (m *Mem) OpenRead(name string) (io.ReadCloser, error) {
 	}
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
+
+// OpenReaderAt returns a reader of the file's contents when it was
+// opened, at any offset. Each ReadAt is seen by the fault hook (OpReadAt),
+// which can fail it, and counted by Reads.
+func (m *Mem) OpenReaderAt(name string) (ReaderAt, error) {
+	data, err := m.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return &memReaderAt{m: m, name: name, r: bytes.NewReader(data)}, nil
+}
+
+// Reads returns how many ReadAt calls readers of OpenReaderAt made.
+func (m *Mem) Reads() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads
+}
+
+type memReaderAt struct {
+	m    *Mem
+	name string
+	r    *bytes.Reader
+}
+
+func (r *memReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	r.m.mu.Lock()
+	r.m.reads++
+	hook := r.m.fault
+	r.m.mu.Unlock()
+	if hook != nil {
+		if err := hook(OpReadAt, r.name); err != nil {
+			return 0, &fs.PathError{Op: "readat", Path: r.name, Err: err}
+		}
+	}
+	return r.r.ReadAt(p, off)
+}
+
+func (r *memReaderAt) Size() int64  { return r.r.Size() }
+func (r *memReaderAt) Close() error { return nil }
 
 func (m *Mem) List(dir string) ([]string, error) {
 	m.mu.Lock()

@@ -2,8 +2,9 @@
 // operating system's (OS), or Mem, an in-memory one that can crash as a
 // power cut would — what was not synced may or may not survive — and fail
 // on demand. It holds
-// only what the log and snapshot formats need: create, append, truncate,
-// sync, rename, remove, list, read, size, lock.
+// only what the log, snapshot and segment formats need: create, append,
+// truncate, sync, rename, remove, list, read (whole, or at an offset),
+// size, lock.
 //
 // Names are slash-separated paths as the caller builds them with
 // path/filepath; a file's directory is filepath.Dir of its name.
@@ -31,6 +32,15 @@ type File interface {
 	Name() string
 }
 
+// ReaderAt is a file open for reading at any offset (pread), as sealed
+// history is read: a block where a question needs it.
+type ReaderAt interface {
+	io.ReaderAt
+	io.Closer
+	// Size returns the file's size when it was opened.
+	Size() int64
+}
+
 // FS is a file system.
 type FS interface {
 	// Create creates the file, or empties it if it exists, for writing.
@@ -41,6 +51,8 @@ type FS interface {
 	Size(name string) (int64, error)
 	// OpenRead opens a file for reading from its start.
 	OpenRead(name string) (io.ReadCloser, error)
+	// OpenReaderAt opens a file for reading at any offset.
+	OpenReaderAt(name string) (ReaderAt, error)
 	// List returns the names (not paths) of the files in dir, sorted.
 	List(dir string) ([]string, error)
 	Rename(oldname, newname string) error
@@ -76,6 +88,27 @@ func (osFS) Size(name string) (int64, error) {
 }
 
 func (osFS) OpenRead(name string) (io.ReadCloser, error) { return os.Open(name) }
+
+func (osFS) OpenReaderAt(name string) (ReaderAt, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return osReaderAt{f, fi.Size()}, nil
+}
+
+// osReaderAt is an *os.File, whose ReadAt is pread(2), with its size.
+type osReaderAt struct {
+	*os.File
+	size int64
+}
+
+func (r osReaderAt) Size() int64 { return r.size }
 
 func (osFS) List(dir string) ([]string, error) {
 	des, err := os.ReadDir(dir)

@@ -245,3 +245,43 @@ func TestMemFaults(t *testing.T) {
 	_, err = m.Create("/nodir/a")
 	require.True(t, errors.Is(err, fs.ErrNotExist), "no directory, no file")
 }
+
+// TestReaderAt reads a file at offsets through both file systems, and
+// sees the Mem's fault hook fail a read and its counter count them.
+func TestReaderAt(t *testing.T) {
+	dir := t.TempDir()
+	m := vfs.NewMem()
+	require.NoError(t, m.MkdirAll(dir))
+	for _, fsys := range []vfs.FS{vfs.OS, m} {
+		name := filepath.Join(dir, "f")
+		f, err := fsys.Create(name)
+		require.NoError(t, err)
+		_, err = f.Write([]byte("0123456789"))
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		r, err := fsys.OpenReaderAt(name)
+		require.NoError(t, err)
+		require.Equal(t, int64(10), r.Size())
+		p := make([]byte, 3)
+		n, err := r.ReadAt(p, 4)
+		require.NoError(t, err)
+		require.Equal(t, "456", string(p[:n]))
+		_, err = r.ReadAt(p, 9)
+		require.ErrorIs(t, err, io.EOF, "a read past the end")
+		require.NoError(t, r.Close())
+		_, err = fsys.OpenReaderAt(filepath.Join(dir, "missing"))
+		require.ErrorIs(t, err, fs.ErrNotExist)
+	}
+	require.Equal(t, int64(2), m.Reads())
+	boom := errors.New("boom")
+	m.SetFault(func(op vfs.Op, name string) error {
+		if op == vfs.OpReadAt {
+			return boom
+		}
+		return nil
+	})
+	r, err := m.OpenReaderAt(filepath.Join(dir, "f"))
+	require.NoError(t, err)
+	_, err = r.ReadAt(make([]byte, 1), 0)
+	require.ErrorIs(t, err, boom)
+}
