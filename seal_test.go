@@ -1,0 +1,220 @@
+package revkv
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/revkv/revkv/segment"
+	"github.com/revkv/revkv/vfs"
+)
+
+// sealWorkload writes a random history on a directory of m: puts, TTLs,
+// deletes, expiries written by purges, several keys to an Update, times in
+// three locations, some steps apart by nothing and some by a day.
+func sealWorkload(t *testing.T, m *vfs.Mem, seed uint64, opts ...Option) *Store[string] {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		ny = time.FixedZone("EST", -5*3600)
+	}
+	locs := []*time.Location{time.UTC, time.FixedZone("X", 3*3600+1800), ny}
+	now := time.Date(2026, 11, 26, 14, 2, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	s, err := Open("/db", StringCodec(), append(opts, WithFS(m), WithClock(clock), WithSync(SyncNever))...)
+	require.NoError(t, err)
+	keys := []string{"", "a", "a/1", "a/2", "b", "config/limits", "z\xff"}
+	for range 600 {
+		switch rng.IntN(40) {
+		case 0:
+			now = now.Add(24 * time.Hour)
+		case 1, 2, 3:
+		default:
+			now = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+		}
+		now = now.In(locs[rng.IntN(len(locs))])
+		k := keys[rng.IntN(len(keys))]
+		v := fmt.Sprint(rng.IntN(1000))
+		switch op := rng.IntN(10); {
+		case op < 4:
+			_, err = s.Put(k, v)
+		case op < 6:
+			_, err = s.PutTTL(k, v, time.Duration(1+rng.IntN(5000))*time.Millisecond)
+		case op < 7:
+			if _, err = s.Delete(k); errors.Is(err, ErrNotFound) {
+				err = nil
+			}
+		case op < 8:
+			s.PurgeExpired()
+		default:
+			_, err = s.Update(func(tx *Txn[string]) error {
+				for range 1 + rng.IntN(4) {
+					tx.Put(keys[rng.IntN(len(keys))], v)
+				}
+				return nil
+			})
+		}
+		require.NoError(t, err)
+	}
+	return s
+}
+
+// TestSealedAgrees seals a store's history into two segments and reads
+// it back through the sealed tier: every entry, the entry visible at
+// every revision, every revision's time and the revision at each time,
+// and the chain's digests at the ends, are the store's own.
+func TestSealedAgrees(t *testing.T) {
+	for _, set := range []struct {
+		name string
+		opts []Option
+	}{{"all", nil}, {"maxHistory3", []Option{WithMaxHistory(3)}}} {
+		t.Run(set.name, func(t *testing.T) {
+			m := vfs.NewMem()
+			s := sealWorkload(t, m, 1, set.opts...)
+			defer s.Close()
+			// The times below the order's base are forgotten (a count trim
+			// raised the floor), and with them the revisions to seal.
+			h, lo := int64(s.Rev()), s.order.Base()
+			mid := (lo + h) / 2
+			var refs []segment.Ref
+			for _, r := range [][2]int64{{lo, mid}, {mid + 1, h}} {
+				ref, err := s.sealRange(r[0], r[1])
+				require.NoError(t, err)
+				refs = append(refs, ref)
+			}
+			require.NoError(t, segment.WriteManifest(m, "/db", &segment.Manifest{Gen: 1, Segments: refs}))
+			tier, err := openSealed[string](m, "/db")
+			require.NoError(t, err)
+			defer tier.close()
+
+			for _, ref := range refs {
+				d, err := s.DigestAt(Revision(ref.Last))
+				require.NoError(t, err)
+				require.Equal(t, d, ref.Digest)
+			}
+			for _, k := range []string{"", "a", "a/1", "a/2", "b", "config/limits", "z\xff", "never"} {
+				var hist []Entry[string]
+				for _, e := range s.History(k) {
+					if int64(e.Rev) >= lo {
+						hist = append(hist, e)
+					}
+				}
+				var got []Entry[string]
+				for e, err := range s.sealedHistory(tier, k, 1, h) {
+					require.NoError(t, err)
+					got = append(got, e)
+				}
+				require.Equal(t, len(hist), len(got), "History(%q)", k)
+				for i := range hist {
+					sameEntry(t, hist[i], got[i], fmt.Sprintf("History(%q)[%d]", k, i))
+				}
+				for r := lo; r <= h; r++ {
+					want, wantOK := Entry[string]{}, false
+					for _, e := range hist {
+						if int64(e.Rev) <= r {
+							want, wantOK = e, true
+						}
+					}
+					reads := m.Reads()
+					e, ok, err := s.sealedAt(tier, k, r)
+					require.NoError(t, err)
+					require.Equal(t, wantOK, ok, "sealedAt(%q, %d)", k, r)
+					if ok {
+						sameEntry(t, want, e, fmt.Sprintf("sealedAt(%q, %d)", k, r))
+						if tier.covering(int64(e.Rev)) == tier.covering(r) {
+							require.Equal(t, int64(1), m.Reads()-reads, "sealedAt(%q, %d) in the segment covering it reads one block", k, r)
+						}
+					}
+				}
+			}
+			for r := lo; r <= h; r++ {
+				want, _ := s.order.TimeOf(r)
+				got, ok, err := tier.timeOf(r)
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.True(t, want.Equal(got), "timeOf(%d)", r)
+				wantRev, _ := s.order.RevAt(want)
+				gotRev, ok, err := tier.revAt(want)
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.Equal(t, wantRev, gotRev, "revAt(time of %d)", r)
+			}
+		})
+	}
+}
+
+func sameEntry(t *testing.T, want, got Entry[string], what string) {
+	t.Helper()
+	require.Equal(t, want.Key, got.Key, what)
+	require.Equal(t, want.Op, got.Op, what)
+	require.Equal(t, want.Rev, got.Rev, what)
+	require.Equal(t, want.Value, got.Value, what)
+	require.True(t, want.Time.Equal(got.Time), "%s: time %v, want %v", what, got.Time, want.Time)
+	require.Equal(t, want.Time.String(), got.Time.String(), "%s: the time's location", what)
+	require.True(t, want.ExpiresAt.Equal(got.ExpiresAt), "%s: expiry %v, want %v", what, got.ExpiresAt, want.ExpiresAt)
+	require.Equal(t, want.ExpiresAt.String(), got.ExpiresAt.String(), "%s: the expiry's location", what)
+}
+
+// TestSealedDamage damages a sealed segment and its manifest: opening or
+// reading the tier is ErrCorrupt naming the file, never a wrong answer.
+func TestSealedDamage(t *testing.T) {
+	m := vfs.NewMem()
+	s := sealWorkload(t, m, 2)
+	defer s.Close()
+	h := int64(s.Rev())
+	ref, err := s.sealRange(1, h)
+	require.NoError(t, err)
+	require.NoError(t, segment.WriteManifest(m, "/db", &segment.Manifest{Gen: 1, Segments: []segment.Ref{ref}}))
+	name := filepath.Join("/db", ref.Name())
+	good := m.Bytes(name)
+	readAll := func() error {
+		tier, err := openSealed[string](m, "/db")
+		if err != nil {
+			return err
+		}
+		defer tier.close()
+		for _, k := range []string{"", "a", "a/1", "a/2", "b", "config/limits", "z\xff"} {
+			hist := s.History(k)
+			i := 0
+			for e, err := range s.sealedHistory(tier, k, 1, h) {
+				if err != nil {
+					return err
+				}
+				if i >= len(hist) || hist[i].Value != e.Value || hist[i].Rev != e.Rev || !hist[i].Time.Equal(e.Time) {
+					return fmt.Errorf("a wrong entry %+v", e)
+				}
+				i++
+			}
+		}
+		for r := int64(1); r <= h; r++ {
+			want, _ := s.order.TimeOf(r)
+			got, _, err := tier.timeOf(r)
+			if err != nil {
+				return err
+			}
+			if !want.Equal(got) {
+				return fmt.Errorf("a wrong time at %d", r)
+			}
+		}
+		return nil
+	}
+	require.NoError(t, readAll())
+	rng := rand.New(rand.NewPCG(5, 5))
+	for range 300 {
+		bad := append([]byte(nil), good...)
+		bad[rng.IntN(len(bad))] ^= byte(1 << rng.IntN(8))
+		m.WriteFile(name, bad)
+		err := readAll()
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.Contains(t, err.Error(), ref.Name())
+	}
+	m.WriteFile(name, good[:len(good)-1])
+	require.ErrorIs(t, readAll(), ErrCorrupt, "a cut segment")
+	require.NoError(t, m.Remove(name))
+	require.Error(t, readAll(), "a missing segment")
+}

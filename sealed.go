@@ -1,0 +1,188 @@
+package revkv
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/revkv/revkv/segment"
+	"github.com/revkv/revkv/vfs"
+)
+
+// sealed is the sealed tier: the segments a manifest lists, open for
+// reading, oldest first. It holds each segment's footer, index and zone
+// table, nothing per entry. Safe for concurrent use: it never changes once
+// opened.
+//
+// Invariant: segs[i] covers revisions [refs[i].First, refs[i].Last], the
+// ranges follow one another in order, and each segment's footer agrees
+// with its manifest entry (range, size, digest); where two segments touch
+// (one ends at r-1, the next begins at r), the chain links them: the
+// second's digest before its first revision is the first's at its last.
+type sealed[V any] struct {
+	refs  []segment.Ref
+	segs  []*segment.Reader
+	files []vfs.ReaderAt
+	zones [][]zoneKey
+}
+
+// openSealed opens the segments of dir's manifest; none is an empty tier.
+// A segment that is missing, damaged or disagrees with the manifest is
+// ErrCorrupt, naming the file.
+func openSealed[V any](fsys vfs.FS, dir string) (*sealed[V], error) {
+	m, ok, err := segment.ReadManifest(fsys, dir)
+	if err != nil || !ok {
+		return &sealed[V]{}, corruptSegment(segment.ManifestName, err)
+	}
+	t := &sealed[V]{refs: m.Segments}
+	for i, ref := range m.Segments {
+		name := ref.Name()
+		f, err := fsys.OpenReaderAt(filepath.Join(dir, name))
+		if err != nil {
+			t.close()
+			return nil, corruptSegment(name, err)
+		}
+		t.files = append(t.files, f)
+		r, err := segment.Open(f, f.Size())
+		if err == nil {
+			err = agrees(r, ref, f.Size())
+		}
+		if err == nil && i > 0 && m.Segments[i-1].Last == ref.First-1 && r.Footer().Prev != m.Segments[i-1].Digest {
+			err = fmt.Errorf("%w: its chain does not follow the segment before it", segment.ErrCorrupt)
+		}
+		var zs []zoneKey
+		if err == nil {
+			if zs, err = decodeZones(r.Meta()); err != nil {
+				err = fmt.Errorf("%w: %v", segment.ErrCorrupt, err)
+			}
+		}
+		if err != nil {
+			t.close()
+			return nil, corruptSegment(name, err)
+		}
+		t.segs, t.zones = append(t.segs, r), append(t.zones, zs)
+	}
+	return t, nil
+}
+
+// agrees checks a segment's footer against its manifest entry.
+func agrees(r *segment.Reader, ref segment.Ref, size int64) error {
+	f := r.Footer()
+	if f.First != ref.First || f.Last != ref.Last || size != ref.Size || f.Digest != ref.Digest {
+		return fmt.Errorf("%w: its footer says [%d, %d], %d bytes, the manifest [%d, %d], %d bytes, or their digests differ",
+			segment.ErrCorrupt, f.First, f.Last, size, ref.First, ref.Last, ref.Size)
+	}
+	return nil
+}
+
+// corruptSegment wraps a segment's or the manifest's error: damage is
+// ErrCorrupt, naming the file; nil stays nil.
+func corruptSegment(name string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, segment.ErrCorrupt), errors.Is(err, segment.ErrVersion):
+		return detail(ErrCorrupt, "", fmt.Sprintf("%s: %v", name, err))
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+func (t *sealed[V]) close() {
+	for _, f := range t.files {
+		f.Close()
+	}
+}
+
+// covering returns the index of the segment covering rev, or of the last
+// one below it (-1: none is at or below rev).
+func (t *sealed[V]) covering(rev int64) int {
+	return sort.Search(len(t.refs), func(i int) bool { return t.refs[i].First > rev }) - 1
+}
+
+// sealedAt returns key's newest sealed entry with Rev <= rev, looking back
+// from the segment covering rev, one block read per segment looked at.
+func (s *state[V]) sealedAt(t *sealed[V], key string, rev int64) (Entry[V], bool, error) {
+	for i := t.covering(rev); i >= 0; i-- {
+		x, ok, err := t.segs[i].Get(key, rev)
+		if err != nil {
+			return Entry[V]{}, false, corruptSegment(t.refs[i].Name(), err)
+		}
+		if ok {
+			e, err := s.publicEntry(t, i, &x)
+			return e, err == nil, err
+		}
+	}
+	return Entry[V]{}, false, nil
+}
+
+// sealedHistory yields key's sealed entries with lo <= Rev <= hi, oldest
+// first, reading only the blocks that hold them.
+func (s *state[V]) sealedHistory(t *sealed[V], key string, lo, hi int64) iter.Seq2[Entry[V], error] {
+	return func(yield func(Entry[V], error) bool) {
+		for i := max(t.covering(lo), 0); i < len(t.refs) && t.refs[i].First <= hi; i++ {
+			for x, err := range t.segs[i].History(key, lo, hi) {
+				if err != nil {
+					yield(Entry[V]{}, corruptSegment(t.refs[i].Name(), err))
+					return
+				}
+				e, err := s.publicEntry(t, i, &x)
+				if !yield(e, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// timeOf returns the time of a sealed revision, in UTC, if the tier
+// covers it.
+func (t *sealed[V]) timeOf(rev int64) (time.Time, bool, error) {
+	i := t.covering(rev)
+	if i < 0 || rev > t.refs[i].Last {
+		return time.Time{}, false, nil
+	}
+	sec, nsec, err := t.segs[i].TimeOf(rev)
+	if err != nil {
+		return time.Time{}, false, corruptSegment(t.refs[i].Name(), err)
+	}
+	return time.Unix(sec, int64(nsec)).UTC(), true, nil
+}
+
+// revAt returns the last sealed revision whose time is at or before tm,
+// and whether the tier covers that question: false when tm falls outside
+// every segment's times, or in a gap between two segments.
+func (t *sealed[V]) revAt(tm time.Time) (int64, bool, error) {
+	sec, nsec := tm.Unix(), int32(tm.Nanosecond())
+	for i := len(t.segs) - 1; i >= 0; i-- {
+		r, err := t.segs[i].RevAt(sec, nsec)
+		if err != nil {
+			return 0, false, corruptSegment(t.refs[i].Name(), err)
+		}
+		if r >= t.refs[i].First {
+			return r, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// publicEntry is a sealed entry as the API returns it: its time in its
+// location, its value decoded.
+func (s *state[V]) publicEntry(t *sealed[V], i int, x *segment.Entry) (Entry[V], error) {
+	tm, err := s.locate(x, t.zones[i])
+	if err != nil {
+		return Entry[V]{}, corruptSegment(t.refs[i].Name(), fmt.Errorf("%w: %v", segment.ErrCorrupt, err))
+	}
+	e := Entry[V]{Key: x.Key, Op: Op(x.Op), Rev: Revision(x.Rev), Time: tm}
+	if x.HasTTL {
+		e.ExpiresAt = time.Unix(0, x.Expires).In(tm.Location())
+	}
+	if x.Op == segment.Put {
+		if e.Value, err = s.disk.codec.Decode(x.Value); err != nil {
+			return Entry[V]{}, corruptSegment(t.refs[i].Name(), fmt.Errorf("%w: revision %d: the codec cannot decode its value: %v", segment.ErrCorrupt, x.Rev, err))
+		}
+	}
+	return e, nil
+}
