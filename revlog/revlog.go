@@ -86,6 +86,7 @@ const (
 	Absent    Status = iota // no entry decides the answer: the key did not exist
 	Found                   // the entry returned decides the answer
 	Compacted               // the entries that decide the answer were dropped
+	Sealed                  // the answer is in the sealed tier, not in the log (Seal)
 )
 
 // Log is one key's retained history.
@@ -107,6 +108,11 @@ type Log[V any] struct {
 	entries []Entry[V]
 	revs    []int64
 	trimmed bool // entries were dropped from the front
+	// sealed is 0, or the revision of entries[0], below which the key's
+	// history was moved to the sealed tier (Seal): reads there answer
+	// Sealed, but below lo, where a trim had cut before the seal
+	// (trimmed), Compacted. A trim after the seal clears it.
+	sealed, lo int64
 	// dropped is the revision of the newest entry dropped from the front
 	// (0: none, or not known: a log rebuilt from a snapshot), so that a
 	// reader walking the log forward from a revision knows whether it lost
@@ -201,37 +207,80 @@ func (l *Log[V]) AppendRange(buf []Entry[V], lo, hi int64, n int) []Entry[V] {
 
 // Lo returns the revision below which reads are Compacted (0: none are).
 func (l *Log[V]) Lo() int64 {
-	if !l.trimmed || len(l.entries) == 0 {
+	switch {
+	case !l.trimmed || len(l.entries) == 0:
 		return 0
+	case l.sealed > 0:
+		return l.lo
 	}
 	return l.entries[0].Rev
 }
+
+// Seal drops the entries older than the newest at or below rev, which the
+// sealed tier now holds: reads below the oldest entry kept answer Sealed,
+// and the caller reads the tier. It is not a trim: Lo and Dropped do not
+// change. Returns how many entries it dropped. O(n).
+func (l *Log[V]) Seal(rev int64) int {
+	i := l.indexAt(rev)
+	if i <= 0 {
+		return 0
+	}
+	if l.sealed == 0 {
+		l.lo = l.Lo()
+	}
+	l.cutFront(i)
+	l.sealed = l.entries[0].Rev
+	return i
+}
+
+// MarkSealed records that the key's history below its oldest entry is in
+// the sealed tier, and that reads below lo are Compacted (0: none are),
+// for a log rebuilt from a snapshot.
+func (l *Log[V]) MarkSealed(lo int64) {
+	if len(l.entries) == 0 {
+		return
+	}
+	l.sealed, l.lo, l.trimmed = l.entries[0].Rev, lo, lo > 0
+}
+
+// SealedBelow returns the revision below which the key's history is in
+// the sealed tier (0: none is).
+func (l *Log[V]) SealedBelow() int64 { return l.sealed }
 
 // At returns the entry visible just after revision rev: the newest with
 // Rev <= rev. O(1) when that is the newest entry, else O(log n).
 func (l *Log[V]) At(rev int64) (Entry[V], Status) {
 	i := l.indexAt(rev)
-	return l.result(i)
+	return l.result(i, rev)
 }
 
 // AsOf returns the newest entry with Time <= t and Rev <= maxRev (entries
-// above maxRev are not yet published). O(log n).
+// above maxRev are not yet published). O(log n). Below a sealed log's
+// oldest entry it answers Sealed: the caller finds the revision at t and
+// reads the tier, and judges Compacted by the time of the trim.
 func (l *Log[V]) AsOf(t time.Time, maxRev int64) (Entry[V], Status) {
 	sec, nsec := t.Unix(), int32(t.Nanosecond())
-	if l.trimmed && len(l.entries) > 0 && l.entries[0].after(sec, nsec) {
+	if l.trimmed && l.sealed == 0 && len(l.entries) > 0 && l.entries[0].after(sec, nsec) {
 		return Entry[V]{}, Compacted
 	}
 	i := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].after(sec, nsec) }) - 1
 	for i >= 0 && l.entries[i].Rev > maxRev {
 		i--
 	}
-	return l.result(i)
+	if i < 0 && l.sealed > 0 {
+		return Entry[V]{}, Sealed
+	}
+	return l.result(i, 0)
 }
 
-func (l *Log[V]) result(i int) (Entry[V], Status) {
+// result is the answer of a read at rev whose newest entry at or below it
+// is entries[i] (i < 0: none).
+func (l *Log[V]) result(i int, rev int64) (Entry[V], Status) {
 	switch {
 	case i >= 0:
 		return l.entries[i], Found
+	case l.sealed > 0 && (!l.trimmed || rev >= l.lo):
+		return Entry[V]{}, Sealed
 	case l.trimmed:
 		return Entry[V]{}, Compacted
 	default:
@@ -274,7 +323,7 @@ func (l *Log[V]) CutBefore(rev int64) (dropped int, empty bool) {
 	if i == len(l.entries)-1 && l.entries[i].Op != Put && l.entries[i].Rev < rev {
 		n := len(l.entries)
 		l.dropped = max(l.dropped, l.entries[i].Rev) // a reader still holding the log sees the loss
-		l.entries, l.revs, l.trimmed = nil, nil, false
+		l.entries, l.revs, l.trimmed, l.sealed, l.lo = nil, nil, false, 0, 0
 		return n, true
 	}
 	l.dropFront(i)
@@ -308,17 +357,23 @@ func (l *Log[V]) TrimTo(n int, pin int64) int {
 	return drop
 }
 
-// dropFront removes entries[:k], clearing them so their values can be freed,
-// and gives back a backing array that has become mostly empty.
+// dropFront removes entries[:k], a trim: reads below the new oldest
+// entry answer Compacted, and the sealed tier's are hidden with them.
 func (l *Log[V]) dropFront(k int) {
 	if k <= 0 {
 		return
 	}
 	l.dropped = max(l.dropped, l.entries[k-1].Rev)
+	l.cutFront(k)
+	l.trimmed, l.sealed, l.lo = true, 0, 0
+}
+
+// cutFront removes entries[:k], clearing them so their values can be
+// freed, and gives back a backing array that has become mostly empty.
+func (l *Log[V]) cutFront(k int) {
 	n := copy(l.entries, l.entries[k:])
 	clear(l.entries[n:])
 	l.entries = l.entries[:n]
-	l.trimmed = true
 	if c := cap(l.entries); c > 16 && n < c/4 {
 		l.entries = append(make([]Entry[V], 0, 2*n), l.entries...)
 	}

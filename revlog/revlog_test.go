@@ -370,3 +370,48 @@ func TestDroppedAndFrom(t *testing.T) {
 	m.SetDropped(3)
 	require.Equal(t, int64(4), m.Dropped(), "never lowered")
 }
+
+// TestSeal drops what a seal moved to the sealed tier: reads below the
+// oldest entry kept answer Sealed (Compacted below a trim made before the
+// seal), Lo and Dropped stay, and a trim after the seal hides it all.
+func TestSeal(t *testing.T) {
+	l := logOf(put(2, 2, "a"), put(5, 5, "b"), del(9, 9), put(12, 12, "c"))
+	require.Zero(t, l.Seal(1), "nothing at or below 1")
+	require.Zero(t, l.Seal(4), "the newest at or below 4 is the oldest entry: nothing older to move")
+	require.Equal(t, 2, l.Seal(10), "keeps del@9, the newest at or below 10")
+	require.Equal(t, int64(9), l.SealedBelow())
+	require.Zero(t, l.Lo())
+	require.Zero(t, l.Dropped())
+	for rev, want := range map[int64]Status{1: Sealed, 5: Sealed, 8: Sealed, 9: Found, 11: Found, 12: Found} {
+		_, st := l.At(rev)
+		require.Equal(t, want, st, "At(%d)", rev)
+	}
+	_, st := l.AsOf(at(6), 100)
+	require.Equal(t, Sealed, st)
+	e, st := l.AsOf(at(10), 100)
+	require.Equal(t, Found, st)
+	require.Equal(t, int64(9), e.Rev)
+
+	l.TrimTo(1, math.MaxInt64) // a trim after the seal: below it, Compacted
+	require.Zero(t, l.SealedBelow())
+	_, st = l.At(5)
+	require.Equal(t, Compacted, st)
+
+	l = logOf(put(2, 2, "a"), put(5, 5, "b"), put(7, 7, "x"), del(9, 9))
+	l.CutBefore(5) // trimmed: Lo is 5
+	require.Equal(t, int64(5), l.Lo())
+	require.Equal(t, 2, l.Seal(9))
+	require.Equal(t, int64(5), l.Lo(), "the trim's floor outlives the entry it was")
+	for rev, want := range map[int64]Status{3: Compacted, 4: Compacted, 5: Sealed, 8: Sealed, 9: Found} {
+		_, st := l.At(rev)
+		require.Equal(t, want, st, "At(%d)", rev)
+	}
+
+	l = logOf(put(3, 3, "a"))
+	l.MarkSealed(0)
+	_, st = l.At(2)
+	require.Equal(t, Sealed, st, "a log rebuilt from a snapshot, sealed below its entry")
+	l.MarkSealed(2)
+	_, st = l.At(1)
+	require.Equal(t, Compacted, st)
+}

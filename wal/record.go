@@ -472,21 +472,39 @@ func DecodeState(p []byte) (*State, error) {
 }
 
 // Key is the payload of a snapshot's KindKey record: one key's retained
-// entries, oldest first; Trimmed says older ones were dropped. A snapshot
-// holds its keys in increasing byte order, each once (the store checks it
-// at Open: that is how it finds a key written twice).
+// entries, oldest first; Trimmed says older ones were dropped, Sealed that
+// older ones are in the store's segments. A snapshot holds its keys in
+// increasing byte order, each once (the store checks it at Open: that is
+// how it finds a key written twice).
+//
+// Its flags byte is 1 for Trimmed, 2 for Sealed; a sealed key's Lo
+// follows it.
 type Key struct {
 	Key     string
 	Trimmed bool
+	Sealed  bool    // the key's history below its first entry is sealed
+	Lo      int64   // a sealed, trimmed key's oldest retained revision
 	Dropped int64   // the newest revision dropped from the key's log
 	Entries []Entry // their Key fields are not stored
 }
+
+const (
+	keyTrimmed = 1
+	keySealed  = 2
+)
 
 // AppendKey appends the payload of a key record to dst.
 func AppendKey(dst []byte, k *Key) []byte {
 	e := enc{dst}
 	e.str(k.Key)
-	e.b = append(e.b, boolByte(k.Trimmed))
+	flags := boolByte(k.Trimmed)
+	if k.Sealed {
+		flags |= keySealed
+	}
+	e.b = append(e.b, flags)
+	if k.Sealed {
+		e.varint(k.Lo)
+	}
 	e.varint(k.Dropped)
 	e.uvarint(uint64(len(k.Entries)))
 	for i := range k.Entries {
@@ -507,7 +525,16 @@ func KeyOf(p []byte) ([]byte, error) {
 // it reuses.
 func DecodeKeyInto(k *Key, p []byte) error {
 	d := dec{b: p}
-	*k = Key{Key: string(d.raw()), Trimmed: d.byte1() == 1, Dropped: d.varint(), Entries: k.Entries[:0]}
+	*k = Key{Key: string(d.raw()), Entries: k.Entries[:0]}
+	flags := d.byte1()
+	if flags&^(keyTrimmed|keySealed) != 0 {
+		return errors.New("unknown key flags")
+	}
+	k.Trimmed, k.Sealed = flags&keyTrimmed != 0, flags&keySealed != 0
+	if k.Sealed {
+		k.Lo = d.varint()
+	}
+	k.Dropped = d.varint()
 	n := d.uvarint()
 	if n > uint64(len(p)) {
 		return errShortPayload

@@ -497,3 +497,23 @@ func TestCutLog(t *testing.T) {
 	_, err = CutLog(vfs.OS, dir, &Corruption{File: filepath.Join(dir, SnapshotName(3))})
 	require.ErrorIs(t, err, ErrCorrupt, "not a segment: returned as it is")
 }
+
+// TestKeyFlags round-trips a key record's flags (trimmed, sealed with its
+// floor) and refuses flags it does not know; a record from before the
+// sealed flag (byte 0 or 1, no floor) reads as it always did.
+func TestKeyFlags(t *testing.T) {
+	for _, k := range []Key{
+		{Key: "a", Dropped: 3},
+		{Key: "b", Trimmed: true, Dropped: 7},
+		{Key: "c", Sealed: true},
+		{Key: "d", Trimmed: true, Sealed: true, Lo: 42, Dropped: 9},
+	} {
+		k.Entries = []Entry{{Key: k.Key, Op: 1, Rev: 50, Sec: 1, Value: []byte("v")}}
+		var got Key
+		require.NoError(t, DecodeKeyInto(&got, AppendKey(nil, &k)))
+		require.Equal(t, k, got)
+	}
+	p := AppendKey(nil, &Key{Key: "e", Entries: []Entry{{Key: "e", Op: 1, Rev: 1, Value: []byte{}}}})
+	p[2] = 4 // the flags byte, after the key's length and its one byte
+	require.Error(t, DecodeKeyInto(&Key{}, p), "an unknown flag")
+}
