@@ -21,8 +21,9 @@ import (
 // sealRange writes the retained entries of revisions [lo, hi], every
 // revision's time and the chain's digests at lo-1 and hi into a new
 // segment in the store's directory, durably, and returns its manifest
-// entry. lo >= 1 and hi <= the head; revisions below the time the order
-// still knows (below its base) cannot be sealed.
+// entry. lo >= 1 and hi <= the head. The time column starts at the order's
+// base if that is above lo: the times below it were forgotten with the
+// history a compaction or trim dropped.
 func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 	d := s.disk
 	ref := segment.Ref{First: lo, Last: hi}
@@ -31,7 +32,7 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 	case lo < 1 || hi < lo || hi > s.order.Head().Rev:
 		s.mu.Unlock()
 		return ref, fmt.Errorf("seal [%d, %d]: outside the revisions [1, %d]", lo, hi, s.order.Head().Rev)
-	case lo < s.order.Base():
+	case hi < s.order.Base():
 		s.mu.Unlock()
 		return ref, fmt.Errorf("seal [%d, %d]: the times below %d are forgotten", lo, hi, s.order.Base())
 	}
@@ -73,7 +74,10 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 		}
 		return true
 	})
-	for r := lo; err == nil && r <= hi; r++ {
+	if err == nil {
+		err = w.TimesFrom(max(lo, base))
+	}
+	for r := max(lo, base); err == nil && r <= hi; r++ {
 		err = w.AddTime(times.At(r - base))
 	}
 	if err == nil {

@@ -141,7 +141,7 @@ func (s *state[V]) sealedHistory(t *sealed[V], key string, lo, hi int64) iter.Se
 // covers it.
 func (t *sealed[V]) timeOf(rev int64) (time.Time, bool, error) {
 	i := t.covering(rev)
-	if i < 0 || rev > t.refs[i].Last {
+	if i < 0 || rev > t.refs[i].Last || rev < t.segs[i].Footer().TimesFrom {
 		return time.Time{}, false, nil
 	}
 	sec, nsec, err := t.segs[i].TimeOf(rev)
@@ -157,9 +157,12 @@ func (t *sealed[V]) timeOf(rev int64) (time.Time, bool, error) {
 func (t *sealed[V]) revAt(tm time.Time) (int64, bool, error) {
 	sec, nsec := tm.Unix(), int32(tm.Nanosecond())
 	for i := len(t.segs) - 1; i >= 0; i-- {
-		r, err := t.segs[i].RevAt(sec, nsec)
+		r, known, err := t.segs[i].RevAt(sec, nsec)
 		if err != nil {
 			return 0, false, corruptSegment(t.refs[i].Name(), err)
+		}
+		if !known {
+			return 0, false, nil // before the oldest time it holds
 		}
 		if r >= t.refs[i].First {
 			return r, true, nil

@@ -46,10 +46,10 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	if !bytes.Equal(f[footerSize-8:], footerMagic) {
 		return nil, fmt.Errorf("%w: footer at offset %d has no end mark", ErrCorrupt, size-footerSize)
 	}
-	if got, want := checksum(f[:140]), binary.LittleEndian.Uint32(f[140:]); got != want {
+	if got, want := checksum(f[:fCRC]), binary.LittleEndian.Uint32(f[fCRC:]); got != want {
 		return nil, fmt.Errorf("%w: footer at offset %d fails its checksum", ErrCorrupt, size-footerSize)
 	}
-	if v := binary.LittleEndian.Uint32(f[136:]); v != version {
+	if v := binary.LittleEndian.Uint32(f[fVersion:]); v != version {
 		return nil, fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, version)
 	}
 	if v := binary.LittleEndian.Uint32(h[8:]); v != version {
@@ -58,12 +58,13 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	u := func(i int) int64 { return int64(binary.LittleEndian.Uint64(f[8*i:])) }
 	ixOff, ixLen, metaOff, metaLen := u(0), u(1), u(2), u(3)
 	sr := &Reader{r: r, size: size}
-	sr.footer = Footer{First: u(4), Last: u(5), Entries: u(6), Keys: u(7)}
-	copy(sr.footer.Prev[:], f[64:96])
-	copy(sr.footer.Digest[:], f[96:128])
+	sr.footer = Footer{First: u(4), Last: u(5), Entries: u(6), Keys: u(7), TimesFrom: u(8)}
+	copy(sr.footer.Prev[:], f[fPrev:fDigest])
+	copy(sr.footer.Digest[:], f[fDigest:fIndexCRC])
 	end := size - footerSize
 	if ixOff < headerSize || ixLen < 1 || ixOff > end-ixLen || metaOff != ixOff+ixLen || metaLen != end-metaOff ||
-		sr.footer.First < 1 || sr.footer.First > sr.footer.Last || sr.footer.Entries < 0 || sr.footer.Keys < 0 || sr.footer.Keys > sr.footer.Entries {
+		sr.footer.First < 1 || sr.footer.First > sr.footer.Last ||
+		sr.footer.TimesFrom < sr.footer.First || sr.footer.TimesFrom > sr.footer.Last || sr.footer.Entries < 0 || sr.footer.Keys < 0 || sr.footer.Keys > sr.footer.Entries {
 		return nil, fmt.Errorf("%w: footer at offset %d names impossible offsets or counts", ErrCorrupt, end)
 	}
 	body := make([]byte, ixLen+metaLen)
@@ -71,10 +72,10 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 		return nil, fmt.Errorf("read segment index: %w", err)
 	}
 	ix, meta := body[:ixLen], body[ixLen:]
-	if checksum(ix) != binary.LittleEndian.Uint32(f[128:]) {
+	if checksum(ix) != binary.LittleEndian.Uint32(f[fIndexCRC:]) {
 		return nil, fmt.Errorf("%w: index at offset %d fails its checksum", ErrCorrupt, ixOff)
 	}
-	if checksum(meta) != binary.LittleEndian.Uint32(f[132:]) {
+	if checksum(meta) != binary.LittleEndian.Uint32(f[fMetaCRC:]) {
 		return nil, fmt.Errorf("%w: meta at offset %d fails its checksum", ErrCorrupt, metaOff)
 	}
 	sr.meta = meta

@@ -23,10 +23,10 @@
 //	meta     the writer's opaque bytes (the store's zone names)
 //	footer   index offset u64, index length u64, meta offset u64,
 //	         meta length u64, first revision i64, last revision i64,
-//	         entries u64, keys u64, digest before the first revision
-//	         [32], digest at the last revision [32], index CRC u32,
-//	         meta CRC u32, version u32, CRC-32C of the footer so far
-//	         u32, "revkvEND"                                      152 bytes
+//	         entries u64, keys u64, first revision with a time i64,
+//	         digest before the first revision [32], digest at the last
+//	         revision [32], index CRC u32, meta CRC u32, version u32,
+//	         CRC-32C of the footer so far u32, "revkvEND"         160 bytes
 //
 // An entry is a flags byte (bits 0-1 the op, bit 2 a TTL, bit 3 a new
 // key), then, for a new key, uvarint bytes shared with the block's
@@ -78,6 +78,7 @@ type Entry struct {
 // Footer is what a segment says of itself.
 type Footer struct {
 	First, Last int64    // the revisions the segment covers: every entry's Rev is in [First, Last]
+	TimesFrom   int64    // the first revision whose time the segment holds: First <= TimesFrom <= Last
 	Entries     int64    // how many entries it holds
 	Keys        int64    // how many keys
 	Prev        [32]byte // the hash chain's digest before First
@@ -87,7 +88,15 @@ type Footer struct {
 const (
 	version    = 1
 	headerSize = 16
-	footerSize = 152
+	// The footer's fields (see the format): nine u64s, two digests, then
+	// u32s.
+	fPrev      = 8 * 9
+	fDigest    = fPrev + 32
+	fIndexCRC  = fDigest + 32
+	fMetaCRC   = fIndexCRC + 4
+	fVersion   = fMetaCRC + 4
+	fCRC       = fVersion + 4
+	footerSize = fCRC + 4 + 8
 	// DefaultBlockSize is the block size a Writer aims at. A pread of 8
 	// KiB costs about what one of 4 KiB does on a disk; a warm point read
 	// pays for the checksum and copy of the whole block, and the index for

@@ -111,7 +111,7 @@ func TestRoundTrip(t *testing.T) {
 			r, err := Open(bytes.NewReader(file), int64(len(file)))
 			require.NoError(t, err)
 			f := r.Footer()
-			require.Equal(t, Footer{First: 1, Last: n, Entries: n, Keys: 9, Prev: [32]byte{1}, Digest: [32]byte{2}}, f)
+			require.Equal(t, Footer{First: 1, Last: n, TimesFrom: 1, Entries: n, Keys: 9, Prev: [32]byte{1}, Digest: [32]byte{2}}, f)
 			require.Equal(t, []byte("zones"), r.Meta())
 
 			checkTimes(t, r, es)
@@ -203,8 +203,8 @@ func TestDamage(t *testing.T) {
 	}
 	bad := bytes.Clone(file) // a newer version, checksummed as a newer build would
 	end := len(bad) - footerSize
-	bad[end+136]++
-	copy(bad[end+140:], le32(checksum(bad[end:end+140])))
+	bad[end+fVersion]++
+	copy(bad[end+fCRC:], le32(checksum(bad[end:end+fCRC])))
 	require.ErrorIs(t, readAll(bad, es), ErrVersion)
 }
 
@@ -292,11 +292,45 @@ func checkTimes(t *testing.T, r *Reader, es []Entry) {
 			if ns < 0 || ns >= 1e9 {
 				continue
 			}
-			got, err := r.RevAt(s, ns)
+			got, known, err := r.RevAt(s, ns)
 			require.NoError(t, err)
+			require.True(t, known)
 			require.Equal(t, revAt(s, ns), got, "RevAt(%d, %d)", s, ns)
 		}
 	}
 	_, _, err := r.TimeOf(int64(len(es)) + 1)
 	require.Error(t, err, "a revision past the segment")
+}
+
+// TestTimesFrom writes a segment whose time column starts above its first
+// revision: the revisions below it have no time, and a time before the
+// oldest it holds has no known revision.
+func TestTimesFrom(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, 10, 20, 0)
+	require.NoError(t, w.Add(&Entry{Key: "k", Rev: 12, Op: Delete}))
+	require.ErrorIs(t, w.TimesFrom(9), ErrOrder)
+	require.ErrorIs(t, w.TimesFrom(21), ErrOrder)
+	require.NoError(t, w.TimesFrom(15))
+	for r := int64(15); r <= 20; r++ {
+		require.NoError(t, w.AddTime(100+r, 0))
+	}
+	require.ErrorIs(t, w.TimesFrom(16), ErrOrder, "after the first time")
+	_, err := w.Finish([32]byte{}, [32]byte{}, nil)
+	require.NoError(t, err)
+	r, err := Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	require.Equal(t, int64(15), r.Footer().TimesFrom)
+	_, _, err = r.TimeOf(14)
+	require.Error(t, err)
+	sec, _, err := r.TimeOf(17)
+	require.NoError(t, err)
+	require.Equal(t, int64(117), sec)
+	_, known, err := r.RevAt(114, 0)
+	require.NoError(t, err)
+	require.False(t, known, "before the oldest time held")
+	rev, known, err := r.RevAt(118, 5)
+	require.NoError(t, err)
+	require.True(t, known)
+	require.Equal(t, int64(18), rev)
 }

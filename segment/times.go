@@ -6,8 +6,8 @@ import (
 	"sort"
 )
 
-// The time column: the time of every revision the segment covers, First
-// to Last, so that the time of a sealed revision, and the revision at a
+// The time column: the time of every revision the segment covers,
+// TimesFrom (First, unless the store had forgotten the oldest) to Last, so that the time of a sealed revision, and the revision at a
 // time, are read from the disk and not held in memory. It follows the
 // entry blocks, in blocks of timesPerBlock revisions, each ending with
 // its CRC-32C; the index lists each block's offset, length and first time.
@@ -24,14 +24,27 @@ type timeFence struct {
 	nsec     int32
 }
 
-// AddTime adds the time of the next revision, First first. Every entry
-// must have been added before the first time; the times must not go back,
-// and Finish checks there is one for every revision.
+// TimesFrom makes the time column start at revision rev, First <= rev <=
+// Last, rather than at First: the revisions below it are ones whose times
+// the store no longer knows (a compaction forgot them). Call it before
+// the first AddTime.
+func (sw *Writer) TimesFrom(rev int64) error {
+	if rev < sw.first || rev > sw.last || sw.times > 0 {
+		return fmt.Errorf("%w: times from %d in [%d, %d], after %d times", ErrOrder, rev, sw.first, sw.last, sw.times)
+	}
+	sw.timesFrom = rev
+	return nil
+}
+
+// AddTime adds the time of the next revision, TimesFrom's (First) first.
+// Every entry must have been added before the first time; the times must
+// not go back, and Finish checks there is one for every revision from
+// TimesFrom on.
 func (sw *Writer) AddTime(sec int64, nsec int32) error {
 	if sw.err != nil {
 		return sw.err
 	}
-	rev := sw.first + sw.times
+	rev := sw.timesFrom + sw.times
 	switch {
 	case rev > sw.last:
 		return fmt.Errorf("%w: a time for revision %d, past %d", ErrOrder, rev, sw.last)
@@ -86,7 +99,7 @@ func (sw *Writer) appendTimeIndex(ix []byte) []byte {
 // decodeTimeIndex decodes the time column's part of the index, whose
 // blocks begin at off, and returns the offset after the last.
 func (sr *Reader) decodeTimeIndex(d *decoder, off int64, bad func(string) error) (int64, error) {
-	revs := sr.footer.Last - sr.footer.First + 1
+	revs := sr.footer.Last - sr.footer.TimesFrom + 1
 	n := d.uvarint()
 	if d.err != nil || int64(n) != (revs+timesPerBlock-1)/timesPerBlock {
 		return 0, bad(fmt.Sprintf("%d time blocks for %d revisions", n, revs))
@@ -122,7 +135,7 @@ func (sr *Reader) times(i int) ([][2]int64, error) {
 	if checksum(body) != binary.LittleEndian.Uint32(buf[len(body):]) {
 		return nil, fmt.Errorf("%w: time block at offset %d fails its checksum", ErrCorrupt, f.off)
 	}
-	want := min(int64(timesPerBlock), sr.footer.Last-sr.footer.First+1-int64(i)*timesPerBlock)
+	want := min(int64(timesPerBlock), sr.footer.Last-sr.footer.TimesFrom+1-int64(i)*timesPerBlock)
 	out := make([][2]int64, 1, want)
 	out[0] = [2]int64{f.sec, int64(f.nsec)}
 	d := decoder{b: body}
@@ -157,13 +170,13 @@ func (sr *Reader) times(i int) ([][2]int64, error) {
 	return out, nil
 }
 
-// TimeOf returns the time of revision rev, First <= rev <= Last, reading
-// one block.
+// TimeOf returns the time of revision rev, TimesFrom <= rev <= Last,
+// reading one block.
 func (sr *Reader) TimeOf(rev int64) (sec int64, nsec int32, err error) {
-	if rev < sr.footer.First || rev > sr.footer.Last {
-		return 0, 0, fmt.Errorf("revision %d is outside the segment's [%d, %d]", rev, sr.footer.First, sr.footer.Last)
+	if rev < sr.footer.TimesFrom || rev > sr.footer.Last {
+		return 0, 0, fmt.Errorf("the segment holds the times of revisions [%d, %d], not %d", sr.footer.TimesFrom, sr.footer.Last, rev)
 	}
-	k := rev - sr.footer.First
+	k := rev - sr.footer.TimesFrom
 	ts, err := sr.times(int(k / timesPerBlock))
 	if err != nil {
 		return 0, 0, err
@@ -174,16 +187,18 @@ func (sr *Reader) TimeOf(rev int64) (sec int64, nsec int32, err error) {
 
 // RevAt returns the last revision of the segment whose time is at or
 // before (sec, nsec), or First-1 if none is, reading at most one block.
-func (sr *Reader) RevAt(sec int64, nsec int32) (int64, error) {
+// known is false when the time is before TimesFrom's and TimesFrom is
+// above First: the answer is one of the revisions without a time.
+func (sr *Reader) RevAt(sec int64, nsec int32) (rev int64, known bool, err error) {
 	after := func(s int64, ns int64) bool { return s > sec || s == sec && ns > int64(nsec) }
 	i := sort.Search(len(sr.tFences), func(i int) bool { return after(sr.tFences[i].sec, int64(sr.tFences[i].nsec)) }) - 1
 	if i < 0 {
-		return sr.footer.First - 1, nil
+		return sr.footer.TimesFrom - 1, sr.footer.TimesFrom == sr.footer.First, nil
 	}
 	ts, err := sr.times(i)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	j := sort.Search(len(ts), func(j int) bool { return after(ts[j][0], ts[j][1]) })
-	return sr.footer.First + int64(i)*timesPerBlock + int64(j) - 1, nil
+	return sr.footer.TimesFrom + int64(i)*timesPerBlock + int64(j) - 1, true, nil
 }

@@ -33,13 +33,15 @@ type Writer struct {
 	started  bool // an entry was added
 	err      error
 
-	// The time column (times.go): times counts the times added.
-	times   int64
-	tSec    int64 // the last time added
-	tNsec   int32
-	tBlock  []byte
-	tCur    timeFence
-	tFences []timeFence
+	// The time column (times.go): times counts the times added, from
+	// revision timesFrom on.
+	timesFrom int64
+	times     int64
+	tSec      int64 // the last time added
+	tNsec     int32
+	tBlock    []byte
+	tCur      timeFence
+	tFences   []timeFence
 }
 
 // fence is one block's entry in the index.
@@ -57,7 +59,7 @@ func NewWriter(w io.Writer, first, last int64, blockSize int) *Writer {
 	if blockSize <= 0 {
 		blockSize = DefaultBlockSize
 	}
-	sw := &Writer{w: w, first: first, last: last, blockSize: blockSize}
+	sw := &Writer{w: w, first: first, last: last, blockSize: blockSize, timesFrom: first}
 	h := make([]byte, headerSize)
 	copy(h, headerMagic)
 	binary.LittleEndian.PutUint32(h[8:], version)
@@ -184,8 +186,8 @@ func (sw *Writer) flushBlock() {
 // records the chain's digests before the first revision (prev) and at the
 // last (digest). It returns the segment's size.
 func (sw *Writer) Finish(prev, digest [32]byte, meta []byte) (int64, error) {
-	if n := sw.last - sw.first + 1; sw.times != n {
-		return 0, fmt.Errorf("%w: %d times for the %d revisions [%d, %d]", ErrOrder, sw.times, n, sw.first, sw.last)
+	if n := sw.last - sw.timesFrom + 1; sw.times != n {
+		return 0, fmt.Errorf("%w: %d times for the %d revisions [%d, %d]", ErrOrder, sw.times, n, sw.timesFrom, sw.last)
 	}
 	sw.flushBlock()
 	sw.flushTimes()
@@ -205,7 +207,7 @@ func (sw *Writer) Finish(prev, digest [32]byte, meta []byte) (int64, error) {
 	metaOff := sw.off
 	sw.write(meta)
 	f := make([]byte, 0, footerSize)
-	for _, v := range []int64{ixOff, int64(len(ix)), metaOff, int64(len(meta)), sw.first, sw.last, sw.entries, sw.keys} {
+	for _, v := range []int64{ixOff, int64(len(ix)), metaOff, int64(len(meta)), sw.first, sw.last, sw.entries, sw.keys, sw.timesFrom} {
 		f = binary.LittleEndian.AppendUint64(f, uint64(v))
 	}
 	f = append(f, prev[:]...)
