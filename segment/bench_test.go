@@ -43,3 +43,28 @@ func BenchmarkGet(b *testing.B) {
 	b.ReportMetric(float64(len(file))/n, "disk-B/rev")
 	b.ReportMetric(float64(r.IndexBytes())/n, "index-B/rev")
 }
+
+// BenchmarkRevisions reads W(1 M)'s segment in revision order: ns/op is
+// per entry.
+func BenchmarkRevisions(b *testing.B) {
+	const n = 1_000_000
+	file := wSegment(b, n)
+	r, err := Open(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	got := 0
+	for got < b.N {
+		for _, err := range r.Revisions(1, n) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got++; got == b.N {
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mentries/s")
+}

@@ -230,6 +230,21 @@ func readAll(file []byte, es []Entry) error {
 	if i != len(es) {
 		return fmt.Errorf("%d entries, want %d", i, len(es))
 	}
+	byRev := slices.Clone(es)
+	slices.SortFunc(byRev, func(a, b Entry) int { return cmp.Compare(a.Rev, b.Rev) })
+	j := 0
+	for e, err := range r.Revisions(1, int64(len(es))) {
+		if err != nil {
+			return err
+		}
+		if j >= len(byRev) || e.Key != byRev[j].Key || e.Rev != byRev[j].Rev || !bytes.Equal(e.Value, byRev[j].Value) {
+			return fmt.Errorf("a wrong entry in revision order at %d: %+v", j, e)
+		}
+		j++
+	}
+	if j != len(byRev) {
+		return fmt.Errorf("%d entries in revision order, want %d", j, len(byRev))
+	}
 	for _, e := range es {
 		sec, nsec, err := r.TimeOf(e.Rev)
 		if err != nil {
@@ -268,6 +283,11 @@ func FuzzSegment(f *testing.F) {
 		}
 		if _, _, err := r.Get("a", math.MaxInt64); err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("Get: %v is not ErrCorrupt", err)
+		}
+		for _, err := range r.Revisions(0, math.MaxInt64) {
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Revisions: %v is not ErrCorrupt", err)
+			}
 		}
 	})
 }
@@ -333,4 +353,49 @@ func TestTimesFrom(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, known)
 	require.Equal(t, int64(18), rev)
+}
+
+// TestRevisions reads segments in revision order over random ranges, with
+// a tenth of the revisions' entries dropped (as trims leave them), at
+// several block sizes, and against brute force.
+func TestRevisions(t *testing.T) {
+	for _, bs := range []int{1, 256, DefaultBlockSize} {
+		rng := rand.New(rand.NewPCG(uint64(bs), 11))
+		const n = 5000
+		all := randomEntries(rng, n)
+		byRev := slices.Clone(all)
+		slices.SortFunc(byRev, func(a, b Entry) int { return cmp.Compare(a.Rev, b.Rev) })
+		kept := slices.DeleteFunc(slices.Clone(all), func(Entry) bool { return rng.IntN(10) == 0 })
+		var buf bytes.Buffer
+		w := NewWriter(&buf, 1, n, bs)
+		for i := range kept {
+			require.NoError(t, w.Add(&kept[i]))
+		}
+		for _, e := range byRev {
+			require.NoError(t, w.AddTime(e.Sec, e.Nsec))
+		}
+		_, err := w.Finish([32]byte{}, [32]byte{}, nil)
+		require.NoError(t, err)
+		r, err := Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		require.NoError(t, err)
+		want := slices.Clone(kept)
+		slices.SortFunc(want, func(a, b Entry) int { return cmp.Compare(a.Rev, b.Rev) })
+		for _, rg := range [][2]int64{{1, n}, {0, n + 10}, {2000, 2000}, {4999, 5000}} {
+			var got []Entry
+			for e, err := range r.Revisions(rg[0], rg[1]) {
+				require.NoError(t, err)
+				got = append(got, e)
+			}
+			var w []Entry
+			for _, e := range want {
+				if e.Rev >= rg[0] && e.Rev <= rg[1] {
+					w = append(w, e)
+				}
+			}
+			require.Equal(t, len(w), len(got), "block size %d, Revisions(%d, %d)", bs, rg[0], rg[1])
+			for i := range w {
+				same(t, w[i], got[i], fmt.Sprint("entry ", i))
+			}
+		}
+	}
 }

@@ -57,6 +57,7 @@ func (sw *Writer) AddTime(sec int64, nsec int32) error {
 	if sw.times%timesPerBlock == 0 {
 		sw.flushTimes()
 		sw.tCur = timeFence{off: sw.off, sec: sec, nsec: nsec}
+		sw.tStart = rev
 	} else {
 		if ds := sec - sw.tSec; ds >= 0 && ds < 1<<32 { // then the step is below 1<<62
 			step := ds*1e9 + int64(nsec-sw.tNsec)
@@ -72,10 +73,25 @@ func (sw *Writer) AddTime(sec int64, nsec int32) error {
 	return sw.err
 }
 
-// flushTimes writes the time block being filled, if any.
+// flushTimes writes the time block being filled, if any, with its
+// revisions' locators.
 func (sw *Writer) flushTimes() {
 	if sw.times == 0 {
 		return
+	}
+	prev := int64(0)
+	for r := sw.tStart; r < sw.timesFrom+sw.times; r++ {
+		var v int32
+		if sw.locs != nil {
+			v = sw.locs[r-sw.first]
+		}
+		if v == 0 {
+			sw.tBlock = append(sw.tBlock, 0)
+			continue
+		}
+		d := int64(v-1) - prev
+		sw.tBlock = binary.AppendUvarint(sw.tBlock, uint64(d<<1^d>>63)+1)
+		prev = int64(v - 1)
 	}
 	sw.tBlock = binary.LittleEndian.AppendUint32(sw.tBlock, checksum(sw.tBlock))
 	sw.tCur.len = int64(len(sw.tBlock))
@@ -123,17 +139,19 @@ func (sr *Reader) decodeTimeIndex(d *decoder, off int64, bad func(string) error)
 	return off, nil
 }
 
-// times reads time block i and returns its times, each as (sec, nsec).
-func (sr *Reader) times(i int) ([][2]int64, error) {
+// times reads time block i and returns its times, each as (sec, nsec),
+// and its revisions' locators: the index of the block of each one's entry
+// (-1: none).
+func (sr *Reader) times(i int) ([][2]int64, []int32, error) {
 	f := sr.tFences[i]
 	buf := make([]byte, f.len)
 	sr.reads.Add(1)
 	if _, err := sr.r.ReadAt(buf, f.off); err != nil {
-		return nil, fmt.Errorf("read segment time block at offset %d: %w", f.off, err)
+		return nil, nil, fmt.Errorf("read segment time block at offset %d: %w", f.off, err)
 	}
 	body := buf[:len(buf)-4]
 	if checksum(body) != binary.LittleEndian.Uint32(buf[len(body):]) {
-		return nil, fmt.Errorf("%w: time block at offset %d fails its checksum", ErrCorrupt, f.off)
+		return nil, nil, fmt.Errorf("%w: time block at offset %d fails its checksum", ErrCorrupt, f.off)
 	}
 	want := min(int64(timesPerBlock), sr.footer.Last-sr.footer.TimesFrom+1-int64(i)*timesPerBlock)
 	out := make([][2]int64, 1, want)
@@ -146,12 +164,12 @@ func (sr *Reader) times(i int) ([][2]int64, error) {
 		if v&1 == 0 {
 			ns := prev[1] + int64(v>>1)
 			if t = [2]int64{prev[0] + ns/1e9, ns % 1e9}; t[0] < prev[0] {
-				return nil, fmt.Errorf("%w: time block at offset %d overflows", ErrCorrupt, f.off)
+				return nil, nil, fmt.Errorf("%w: time block at offset %d overflows", ErrCorrupt, f.off)
 			}
 		} else {
 			t = [2]int64{d.varint(), int64(d.uvarint())}
 			if v != 1 || t[1] >= 1e9 || t[0] < prev[0] || t[0] == prev[0] && t[1] < prev[1] {
-				return nil, fmt.Errorf("%w: time block at offset %d goes back in time", ErrCorrupt, f.off)
+				return nil, nil, fmt.Errorf("%w: time block at offset %d goes back in time", ErrCorrupt, f.off)
 			}
 		}
 		if d.err != nil {
@@ -159,15 +177,30 @@ func (sr *Reader) times(i int) ([][2]int64, error) {
 		}
 		out = append(out, t)
 	}
-	if d.err != nil || d.rest() != 0 || int64(len(out)) != want {
-		return nil, fmt.Errorf("%w: time block at offset %d does not hold its %d times", ErrCorrupt, f.off, want)
+	locs := make([]int32, 0, want)
+	prev := int64(0)
+	for d.err == nil && int64(len(locs)) < want {
+		v := d.uvarint()
+		if v == 0 {
+			locs = append(locs, -1)
+			continue
+		}
+		z := v - 1
+		b := prev + (int64(z>>1) ^ -int64(z&1))
+		if b < 0 || b >= int64(len(sr.fences)) {
+			return nil, nil, fmt.Errorf("%w: time block at offset %d locates an entry in block %d of %d", ErrCorrupt, f.off, b, len(sr.fences))
+		}
+		locs, prev = append(locs, int32(b)), b
+	}
+	if d.err != nil || d.rest() != 0 || int64(len(out)) != want || int64(len(locs)) != want {
+		return nil, nil, fmt.Errorf("%w: time block at offset %d does not hold its %d times", ErrCorrupt, f.off, want)
 	}
 	if i+1 < len(sr.tFences) {
 		if n := sr.tFences[i+1]; out[len(out)-1][0] > n.sec || out[len(out)-1][0] == n.sec && out[len(out)-1][1] > int64(n.nsec) {
-			return nil, fmt.Errorf("%w: time block at offset %d ends after the next begins", ErrCorrupt, f.off)
+			return nil, nil, fmt.Errorf("%w: time block at offset %d ends after the next begins", ErrCorrupt, f.off)
 		}
 	}
-	return out, nil
+	return out, locs, nil
 }
 
 // TimeOf returns the time of revision rev, TimesFrom <= rev <= Last,
@@ -177,7 +210,7 @@ func (sr *Reader) TimeOf(rev int64) (sec int64, nsec int32, err error) {
 		return 0, 0, fmt.Errorf("the segment holds the times of revisions [%d, %d], not %d", sr.footer.TimesFrom, sr.footer.Last, rev)
 	}
 	k := rev - sr.footer.TimesFrom
-	ts, err := sr.times(int(k / timesPerBlock))
+	ts, _, err := sr.times(int(k / timesPerBlock))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -195,7 +228,7 @@ func (sr *Reader) RevAt(sec int64, nsec int32) (rev int64, known bool, err error
 	if i < 0 {
 		return sr.footer.TimesFrom - 1, sr.footer.TimesFrom == sr.footer.First, nil
 	}
-	ts, err := sr.times(i)
+	ts, _, err := sr.times(i)
 	if err != nil {
 		return 0, false, err
 	}

@@ -34,9 +34,13 @@ type Writer struct {
 	err      error
 
 	// The time column (times.go): times counts the times added, from
-	// revision timesFrom on.
+	// revision timesFrom on; tStart is the time block's first revision.
+	// locs holds, for each revision, 1 + the index of the block of its
+	// entry (0: none), for the locators the time blocks carry.
 	timesFrom int64
 	times     int64
+	tStart    int64
+	locs      []int32
 	tSec      int64 // the last time added
 	tNsec     int32
 	tBlock    []byte
@@ -114,6 +118,13 @@ func (sw *Writer) Add(e *Entry) error {
 		prevKey = ""
 	}
 	sw.block = appendEntry(sw.block, e, newKey, prevKey, sw.prevRev, sw.prevSec)
+	if sw.locs == nil {
+		sw.locs = make([]int32, sw.last-sw.first+1)
+	}
+	if sw.locs[e.Rev-sw.first] != 0 {
+		return fmt.Errorf("%w: two entries at revision %d", ErrOrder, e.Rev)
+	}
+	sw.locs[e.Rev-sw.first] = int32(len(sw.fences)) + 1
 	sw.cur.entries++
 	sw.entries++
 	sw.prevKey, sw.prevRev, sw.prevSec, sw.started = e.Key, e.Rev, e.Sec, true
