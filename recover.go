@@ -52,7 +52,12 @@ func (s *state[V]) recover() (wal.Tail, error) {
 		// A whole record the store refuses (a value the codec cannot
 		// decode) is not damage to cut: a repair would throw away every
 		// later revision for a codec's mistake.
-		return wal.CutLog(d.fs, d.dir, c)
+		before := d.damagedFiles()
+		tail, err := wal.CutLog(d.fs, d.dir, c)
+		if err == nil {
+			d.repaired(c, s.order.Next(), before)
+		}
+		return tail, err
 	}
 	return tail, err
 }
