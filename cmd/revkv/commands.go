@@ -118,6 +118,21 @@ nothing in it changes.`,
 		example: "revkv --dir copy import < data.jsonl",
 	},
 	{
+		name: "repair", max: 0, json: true, run: cmdRepair,
+		summary: "cut a torn or damaged log tail, keeping the cut bytes aside",
+		doc: `Repair cuts from the log what is not whole records, so that the store
+opens with every revision before them. A torn tail (a crash in the middle
+of a write, or damage to the last record) and a damaged record with whole
+records after it (what Open refuses as corrupt) are cut there: the bytes
+from it on, and every later segment, go to files named after their segment
+with ".damaged" appended, which no revkv reads or removes. It says what it
+moved where and which revisions the cut bytes could have held. A
+directory with nothing to cut is left as it is (exit status 0); a damaged
+snapshot or file header is not repaired (exit status 1).`,
+		jsonDoc: `one object: rev (the latest revision after it) and cut ({file, offset, bytes, rev: the first revision they could have held, damaged, why, cut, moved}, or null when there was nothing to cut)`,
+		example: "revkv --dir data repair",
+	},
+	{
 		name: "checkpoint", max: 0, run: cmdCheckpoint,
 		summary: "write a snapshot and delete the log it covers",
 		doc: `Checkpoint writes a snapshot of the retained state and deletes the log

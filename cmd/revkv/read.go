@@ -21,6 +21,8 @@ type jsonInfo struct {
 	Digest     string         `json:"digest,omitempty"`
 	Files      []jsonFile     `json:"files"`
 	TotalBytes int64          `json:"total_bytes"`
+	// NotRead is what the log holds that is not whole records, if anything.
+	NotRead *jsonRecovery `json:"not_read,omitempty"`
 }
 
 type jsonFile struct {
@@ -51,6 +53,7 @@ func cmdInfo(c *cli, _ []string) error {
 	if info.Digest, err = digest(s); err != nil {
 		return err
 	}
+	info.NotRead = c.recovery(s)
 	ents, err := os.ReadDir(c.dir)
 	if err != nil {
 		return err
@@ -78,6 +81,9 @@ func cmdInfo(c *cli, _ []string) error {
 		"total bytes", strconv.FormatInt(info.TotalBytes, 10))
 	if err != nil {
 		return err
+	}
+	if info.NotRead != nil {
+		fmt.Fprintf(c.out, "not read     %s (revkv repair cuts them, keeping a copy)\n", info.NotRead.sentence())
 	}
 	fmt.Fprintln(c.out, "files")
 	width := len(strconv.FormatInt(info.TotalBytes, 10))
