@@ -204,3 +204,11 @@ func TestImportRefusesANonEmptyDirectory(t *testing.T) {
 	requireErrorLine(t, r.stderr)
 	require.Contains(t, r.stderr, "revkv: import into ")
 }
+
+// TestExportTakesJSON: every read command takes --json, export too: its
+// output is JSON lines with or without it (issue 35, item 15).
+func TestExportTakesJSON(t *testing.T) {
+	dir := fixture(t)
+	require.Equal(t, ok(t, "--dir", dir, "export"), ok(t, "--dir", dir, "export", "--json"))
+	require.Equal(t, ok(t, "--dir", dir, "export", "config/"), ok(t, "--json", "--dir", dir, "export", "config/"))
+}

@@ -66,27 +66,33 @@ order, with the entry that wrote each.
 		example: "revkv --dir data scan config/ --rev 120",
 	},
 	{
-		name: "diff", args: "FROM TO [PREFIX]", need: []string{"FROM", "TO"}, min: 2, max: 3, json: true, run: cmdDiff,
+		name: "diff", args: "FROM TO [PREFIX]", max: 3,
+		flags: []string{"from", "to"}, json: true, run: cmdDiff,
 		summary: "list the keys whose live entry differs between two revisions",
 		doc: `Diff lists, in key order, every key with PREFIX whose live entry just
 after revision TO is not the one just after revision FROM: written, deleted
-or expired in between. Each line shows the entry before and after, or
-"absent".`,
+or expired in between (a put of the same value is a new entry, so it
+counts). Each line shows the entry before and after, or "absent".
+
+The range is FROM TO [PREFIX], as for changes; "[PREFIX] --from N --to N"
+is the same. FROM after TO is a usage error.`,
 		jsonDoc: `JSON lines, one key each: key, before and after ({rev, time, value or value_base64, expires_at}, or null when absent)`,
 		example: "revkv --dir data diff 100 120 config/",
 	},
 	{
-		name: "changes", args: "[PREFIX] [--from N] [--to N]", max: 1,
+		name: "changes", args: "[FROM TO [PREFIX]]", max: 3,
 		flags: []string{"from", "to"}, json: true, run: cmdChanges,
 		summary: "list every entry under a prefix between two revisions",
 		doc: `Changes lists every entry of the keys with PREFIX whose revision is in
-[--from, --to], in revision order: puts, deletes and expiries, each with
-its revision's annotations.
+[FROM, TO], in revision order: puts, deletes and expiries, each with its
+revision's annotations.
 
-  --from N    the first revision (default: the floor, or 1)
-  --to N      the last revision (default: the latest)`,
+The range is FROM TO [PREFIX], as for diff; "[PREFIX] [--from N] [--to N]"
+is the same, and lets either end default: FROM to the floor (or 1), TO to
+the latest revision. A single argument is PREFIX. FROM after TO is a usage
+error.`,
 		jsonDoc: `JSON lines, one entry each: key, rev, op, time, value or value_base64, expires_at, annotations`,
-		example: "revkv --dir data changes config/ --from 100 --to 120",
+		example: "revkv --dir data changes 100 120 config/",
 	},
 	{
 		name: "verify", args: "[--rev N --digest HEX]", max: 0,
@@ -101,11 +107,12 @@ broken chain or a digest that differs is exit status 1.`,
 		example: "revkv --dir data verify --rev 120 --digest 3f0c...(64 hex digits)",
 	},
 	{
-		name: "export", args: "[PREFIX]", max: 1, run: cmdExport,
+		name: "export", args: "[PREFIX]", max: 1, json: true, run: cmdExport,
 		summary: "write the history as JSON lines, one revision each",
 		doc: `Export writes the history of the keys with PREFIX (every key without one)
 to standard output as JSON lines, one revision each, with its time, op,
 expiry and annotations: the input of import. It is Store.Export's output.`,
+		jsonDoc: `the same JSON lines: export's output is JSON with or without it`,
 		example: "revkv --dir data export > data.jsonl",
 	},
 	{

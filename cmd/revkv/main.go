@@ -12,6 +12,10 @@ import (
 	"time"
 )
 
+// version is the tool's version, as --version prints it; revkv-server's
+// is the same.
+const version = "0.1.0"
+
 // Exit statuses.
 const (
 	exitOK    = 0 // success, --help
@@ -101,12 +105,17 @@ func (c *cli) dispatch(args []string) error {
 	global.SetOutput(io.Discard)
 	global.StringVar(&c.dir, "dir", "", "")
 	global.BoolVar(&c.json, "json", false, "")
+	showVersion := global.Bool("version", false, "")
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.toolUsage(c.out)
 			return helpShown{}
 		}
 		return usagef("%v (see 'revkv --help')", err)
+	}
+	if *showVersion {
+		_, err := fmt.Fprintln(c.out, "revkv", version)
+		return err
 	}
 	c.set = map[string]bool{}
 	global.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
@@ -271,6 +280,7 @@ Commands:
 Global flags (before or after the command):
   --dir DIR   the data directory (default: $REVKV_DIR, else the current directory)
   --json      machine output: one JSON object, or JSON lines (read commands)
+  --version   print the tool's version and exit
 
 Only import, checkpoint and compact change the directory. Exit status: 0 on
 success, 1 when verify fails, what was asked for is not there, or anything
