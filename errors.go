@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The errors revkv returns. They are sentinels: test for them with errors.Is.
@@ -86,7 +87,7 @@ func (e *OpError) Error() string {
 	if e.arg != "" {
 		b.WriteByte(' ')
 		b.WriteString(e.arg)
-		fmt.Fprint(&b, " ", e.val)
+		fmt.Fprint(&b, " ", shown(e.val))
 	}
 	if e.Err != nil {
 		b.WriteString(": ")
@@ -122,8 +123,19 @@ type detailed struct {
 
 func (d *detailed) Error() string {
 	if d.why == "" {
-		return fmt.Sprint(d.err.Error(), " (", d.val, ")")
+		return fmt.Sprint(d.err.Error(), " (", shown(d.val), ")")
 	}
-	return fmt.Sprint(d.err.Error(), " (", d.why, " ", d.val, ")")
+	return fmt.Sprint(d.err.Error(), " (", d.why, " ", shown(d.val), ")")
+}
+
+// shown is val as an error's text shows it: a time in RFC 3339, with its
+// nanoseconds and offset and without Go's monotonic clock reading
+// ("m=+3600.000362448"), which is no part of the instant; anything else as
+// fmt prints it.
+func shown(val any) any {
+	if t, ok := val.(time.Time); ok {
+		return t.Round(0).Format(time.RFC3339Nano)
+	}
+	return val
 }
 func (d *detailed) Unwrap() error { return d.err }

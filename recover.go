@@ -277,7 +277,7 @@ func (ld *logLoader[V]) batch(l *logLoad[V], kind wal.Kind, p []byte) error {
 		return err
 	}
 	if t.Before(last.Time) {
-		return fmt.Errorf("revision %d at %v is before revision %d at %v", b[0].Rev, t, last.Rev, last.Time)
+		return fmt.Errorf("revision %d at %s is before revision %d at %s", b[0].Rev, t.Format(time.RFC3339Nano), last.Rev, last.Time.Format(time.RFC3339Nano))
 	}
 	lo := len(l.changes)
 	for i := range b {

@@ -28,7 +28,7 @@ func TestNotThere(t *testing.T) {
 		{[]string{"get", "config/a", "--at", "1709290800000"}, `revkv: key "config/a" is not there as of 1709290800000`},
 		{[]string{"get", "config/a", "--rev", "2"}, `revkv: view at 2: required revision has been compacted (floor is 3)`},
 		{[]string{"get", "config/a", "--rev", "13"}, `revkv: view at 13: required revision is a future revision (latest is 12)`},
-		{[]string{"get", "config/a", "--at", "9999-01-01T00:00:00Z"}, `revkv: view as of 9999-01-01 00:00:00 +0000 UTC: required revision is a future revision`},
+		{[]string{"get", "config/a", "--at", "9999-01-01T00:00:00Z"}, `revkv: view as of 9999-01-01T00:00:00Z: required revision is a future revision`},
 		{[]string{"history", "nope"}, `revkv: key "nope" has no history: never written, or compacted away`},
 		{[]string{"scan", "--rev", "2"}, `revkv: view at 2: required revision has been compacted (floor is 3)`},
 		{[]string{"scan", "--rev", "13"}, `revkv: view at 13: required revision is a future revision (latest is 12)`},

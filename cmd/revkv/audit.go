@@ -129,6 +129,10 @@ func cmdImport(c *cli, _ []string) error {
 	}
 	head, err := revkv.Import(c.dir, revkv.BytesCodec(), bufio.NewReaderSize(c.stdin, 1<<20), opts...)
 	p.done()
+	var oe *revkv.OpError
+	if errors.As(err, &oe) {
+		return err // it names the import and the directory
+	}
 	if err != nil {
 		return fmt.Errorf("import into %s: %v", c.dir, err)
 	}

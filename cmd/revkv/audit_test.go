@@ -202,7 +202,7 @@ func TestImportRefusesANonEmptyDirectory(t *testing.T) {
 	r := runTool(t, "this is not an export\n", "--dir", filepath.Join(t.TempDir(), "new"), "import")
 	require.Equal(t, 1, r.code)
 	requireErrorLine(t, r.stderr)
-	require.Contains(t, r.stderr, "revkv: import into ")
+	require.Contains(t, r.stderr, "revkv: import \"")
 }
 
 // TestExportTakesJSON: every read command takes --json, export too: its

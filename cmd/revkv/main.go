@@ -94,9 +94,17 @@ type helpShown struct{}
 func (helpShown) Error() string { return "help shown" }
 
 // fail prints err as the one line of an error: "revkv: " and a sentence.
+// The store's errors say "revkv:" for when they stand alone: wrapped in
+// the tool's, the prefix is said once, at the start.
 func (c *cli) fail(err error) {
+	fmt.Fprintf(c.stderr, "revkv: %s\n", oneSentence(err))
+}
+
+// oneSentence is err's text as one line without any "revkv: " prefix.
+func oneSentence(err error) string {
 	msg := strings.TrimPrefix(strings.TrimSpace(err.Error()), "revkv: ")
-	fmt.Fprintf(c.stderr, "revkv: %s\n", strings.ReplaceAll(msg, "\n", "; "))
+	msg = strings.ReplaceAll(msg, ": revkv: ", ": ")
+	return strings.ReplaceAll(msg, "\n", "; ")
 }
 
 // dispatch parses the global flags, finds the command and runs it.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,4 +193,16 @@ func TestVersion(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("..", "revkv-server", "main.go"))
 	require.NoError(t, err)
 	require.Contains(t, string(src), "const version = \""+version+"\"", "the tool and the server have one version")
+}
+
+// TestOnePrefix: an error of the store inside one of the tool's is said
+// with one "revkv:", as one sentence (issue 35, item 10).
+func TestOnePrefix(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "copy2")
+	r := runTool(t, "{\"nope\":1}\n", "--dir", dir, "import")
+	require.Equal(t, 1, r.code)
+	requireErrorLine(t, r.stderr)
+	require.Equal(t, 1, strings.Count(r.stderr, "revkv:"), r.stderr)
+	require.Equal(t, 1, strings.Count(r.stderr, "import"), r.stderr)
+	require.Equal(t, "revkv: wrapped: inner: x", "revkv: "+oneSentence(fmt.Errorf("wrapped: %v", errors.New("revkv: inner: x"))))
 }
