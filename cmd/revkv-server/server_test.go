@@ -497,3 +497,35 @@ func TestMaxValueBoundsStrings(t *testing.T) {
 	require.Equal(t, tooBig, do(c, "APPEND", "k", "y"))
 	require.Equal(t, int64(1<<16), do(c, "STRLEN", "k"))
 }
+
+// TestScanForgottenCursor: a cursor the server handed out and has since
+// forgotten (it keeps the newest) is not refused: the scan starts again
+// from the first key, so every key is still returned (issue 35, item 9).
+func TestScanForgottenCursor(t *testing.T) {
+	s, addr := startServer(t, config{})
+	s.cursors.mu.Lock()
+	s.cursors.max = 1
+	s.cursors.mu.Unlock()
+	c := newClient(t, addr)
+	ctx := context.Background()
+	for i := range 5 {
+		require.NoError(t, c.Set(ctx, fmt.Sprint("k", i), i, 0).Err())
+	}
+	_, first, err := c.Scan(ctx, 0, "", 2).Result()
+	require.NoError(t, err)
+	_, _, err = c.Scan(ctx, 0, "", 2).Result() // forgets the first cursor
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for cursor := first; ; {
+		keys, next, err := c.Scan(ctx, cursor, "", 2).Result()
+		require.NoError(t, err, "cursor %d", cursor)
+		for _, k := range keys {
+			seen[k] = true
+		}
+		if next == 0 {
+			break
+		}
+		cursor = next
+	}
+	require.Len(t, seen, 5)
+}
