@@ -34,9 +34,14 @@ var (
 	// not made at the expected revision.
 	ErrConflict = errors.New("revkv: revision conflict")
 
-	// ErrClosed is returned by writes and Compact after Close, and by a Txn's
-	// methods after its Update returned.
+	// ErrClosed is returned by writes and Compact after Close.
 	ErrClosed = errors.New("revkv: store is closed")
+
+	// ErrTxnDone is returned by a Txn's writes after its Update returned:
+	// the transaction is over, whether it committed or not, and the store
+	// may well be open. It wraps ErrClosed, which such calls returned
+	// before it, so errors.Is(err, ErrClosed) holds for it too.
+	ErrTxnDone error = &txnDone{}
 
 	// ErrCorrupt is returned by Open for a directory whose files are
 	// damaged (anything but a torn tail of the last log segment, with no
@@ -53,6 +58,11 @@ var (
 	// store opened WithReadOnly.
 	ErrReadOnly = errors.New("revkv: store is read-only")
 )
+
+type txnDone struct{}
+
+func (*txnDone) Error() string { return "revkv: transaction is over: its Update has returned" }
+func (*txnDone) Unwrap() error { return ErrClosed }
 
 // OpError is the error a call returns: what it did, the key it did it to,
 // and the cause, so that it reads as one sentence, as os.PathError does:
