@@ -64,3 +64,38 @@ func TestCompactedNamesTheOldest(t *testing.T) {
 	_, _, err := s.GetAt("x", 4)
 	require.ErrorContains(t, err, "(oldest readable is 5)", "x keeps 5 and 6")
 }
+
+// TestHistoryNotes: HistoryNotes yields History's entries, each with its
+// revision's annotations, as Annotations answers them (issue 35, item 14).
+func TestHistoryNotes(t *testing.T) {
+	s := revkv.New[string]()
+	defer s.Close()
+	_, err := s.Put("cfg", "1")
+	require.NoError(t, err)
+	_, err = s.Update(func(tx *revkv.Txn[string]) error {
+		tx.Annotate("who", "ana")
+		tx.Annotate("why", "INC-7")
+		return tx.Put("cfg", "2")
+	})
+	require.NoError(t, err)
+	_, err = s.Delete("cfg")
+	require.NoError(t, err)
+	var revs []revkv.Revision
+	var notes []map[string]string
+	for e, m := range s.HistoryNotes("cfg") {
+		revs = append(revs, e.Rev)
+		notes = append(notes, m)
+		want, err := s.Annotations(e.Rev)
+		require.NoError(t, err)
+		require.Equal(t, want, m)
+	}
+	require.Equal(t, []revkv.Revision{1, 2, 3}, revs)
+	require.Equal(t, []map[string]string{nil, {"who": "ana", "why": "INC-7"}, nil}, notes)
+	for range s.HistoryNotes("never") {
+		t.Fatal("a key never written has no history")
+	}
+	for e := range s.HistoryNotes("cfg") {
+		require.Equal(t, revkv.Revision(1), e.Rev)
+		break
+	}
+}
