@@ -41,7 +41,7 @@ there is exit status 1.
   --rev N     as it was just after revision N
   --at TIME   as it was at TIME: RFC 3339 (2024-03-01T12:00:00.5+01:00) or
               Unix milliseconds (1709294400500)`,
-		jsonDoc: `one object: key, rev, op, time, value or value_base64, expires_at, annotations`,
+		jsonDoc: `one object: key, rev, op, time, value, value_json or value_base64, expires_at, annotations`,
 		example: "revkv --dir data get config/db/pool --at 2024-03-01T12:00:00Z",
 	},
 	{
@@ -50,7 +50,7 @@ there is exit status 1.
 		doc: `History lists KEY's retained entries, oldest first: puts, deletes and
 expiries, each with its revision's annotations. A key never written (or
 wholly compacted away) is exit status 1.`,
-		jsonDoc: `JSON lines, one entry each: key, rev, op, time, value or value_base64, expires_at, annotations`,
+		jsonDoc: `JSON lines, one entry each: key, rev, op, time, value, value_json or value_base64, expires_at, annotations`,
 		example: "revkv --dir data history config/db/pool",
 	},
 	{
@@ -62,7 +62,7 @@ order, with the entry that wrote each.
 
   --rev N     as they were just after revision N
   --at TIME   as they were at TIME (RFC 3339 or Unix milliseconds)`,
-		jsonDoc: `JSON lines, one key each: key, rev, op, time, value or value_base64, expires_at`,
+		jsonDoc: `JSON lines, one key each: key, rev, op, time, value, value_json or value_base64, expires_at`,
 		example: "revkv --dir data scan config/ --rev 120",
 	},
 	{
@@ -76,7 +76,7 @@ counts). Each line shows the entry before and after, or "absent".
 
 The range is FROM TO [PREFIX], as for changes; "[PREFIX] --from N --to N"
 is the same. FROM after TO is a usage error.`,
-		jsonDoc: `JSON lines, one key each: key, before and after ({rev, time, value or value_base64, expires_at}, or null when absent)`,
+		jsonDoc: `JSON lines, one key each: key, before and after ({rev, time, value, value_json or value_base64, expires_at}, or null when absent)`,
 		example: "revkv --dir data diff 100 120 config/",
 	},
 	{
@@ -91,7 +91,7 @@ The range is FROM TO [PREFIX], as for diff; "[PREFIX] [--from N] [--to N]"
 is the same, and lets either end default: FROM to the floor (or 1), TO to
 the latest revision. A single argument is PREFIX. FROM after TO is a usage
 error.`,
-		jsonDoc: `JSON lines, one entry each: key, rev, op, time, value or value_base64, expires_at, annotations`,
+		jsonDoc: `JSON lines, one entry each: key, rev, op, time, value, value_json or value_base64, expires_at, annotations`,
 		example: "revkv --dir data changes 100 120 config/",
 	},
 	{

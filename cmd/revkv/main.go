@@ -290,7 +290,12 @@ Global flags (before or after the command):
   --json      machine output: one JSON object, or JSON lines (read commands)
   --version   print the tool's version and exit
 
-Only import, checkpoint and compact change the directory. Exit status: 0 on
+Values are shown as they are stored: a JSON object or array (what
+JSONCodec writes for a struct, map or slice) as JSON, found by looking at
+the value (--json gives it as value_json); other UTF-8 text quoted (as
+value with --json); anything else as base64 (value_base64).
+
+Only import, repair, checkpoint and compact change the directory. Exit status: 0 on
 success, 1 when verify fails, what was asked for is not there, or anything
 else fails, 2 for a command line that does not parse.
 
