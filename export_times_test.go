@@ -31,7 +31,7 @@ func TestExportEveryTime(t *testing.T) {
 		at   time.Time
 	}{
 		{"local mean time", time.Date(1850, 6, 1, 12, 0, 0, 5, ny)},
-		{"a fixed zone of seconds", time.Date(2024, 3, 1, 12, 0, 0, 0, time.FixedZone("LMT", -(4*3600 + 56*60 + 2)))},
+		{"a fixed zone of seconds", time.Date(2024, 3, 1, 12, 0, 0, 0, time.FixedZone("LMT", -(4*3600+56*60+2)))},
 		{"before year 1", time.Date(-5, 3, 1, 12, 0, 0, 7, time.UTC)},
 		{"year 1", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{"after year 9999", time.Date(12024, 3, 1, 12, 0, 0, 9, time.UTC)},
