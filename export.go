@@ -13,7 +13,8 @@ import (
 )
 
 // Export writes the history of a store on a directory to w as JSON lines
-// (see the format below): a header with the store's state, then a line
+// (every field, and how to recompute each digest from them, is in the
+// package doc's "Export format" section): a header with the store's state, then a line
 // for every revision it keeps anything of, with its time, entry,
 // annotations and digest. Import reads it back into a new directory with
 // the same revisions, times, expiries, annotations, digests and floor; an

@@ -12,25 +12,9 @@ import (
 	"github.com/revkv/revkv/chain"
 )
 
-// The export format (Store.Export, Import): JSON lines. The first is a
-// header, the store's state:
-//
-//	{"revkv_export":1,"rev":9,"time":"...","first":"...","base":3,"floor":3,"compact_rev":3,"compacted":"...","trim_floor":0}
-//
-// then one line a revision, in revision order: every revision from the
-// oldest whose time or digest the store keeps up to rev, and before them
-// every older revision whose entry is kept. A revision whose entry is kept
-// has its entry; one whose entry is gone has only its time (if kept) and
-// digest:
-//
-//	{"rev":4,"time":"2026-11-24T14:02:00.5+01:00","zone":"Europe/Paris","key":"config/limits","op":"put","value":"10","expires_at":"...","annotations":{"who":"ana"},"digest":"..."}
-//	{"rev":5,"time":"2026-11-24T14:02:01Z","digest":"..."}
-//
-// Times are RFC 3339 with nanoseconds in the entry's own location ("zone"
-// names it, unless it is UTC); a value is "value" when its codec's bytes
-// are UTF-8, else "value_base64" (and a key that is not, "key_base64"); "trimmed" and "dropped" mark a key's
-// oldest kept entry when older ones were dropped; "prev" is D(rev-1) where
-// the line before is not rev-1. Digests are lower-case hex.
+// The export format (Store.Export, Import) is written down for users in
+// the package doc's "Export format" section; the types below are its
+// lines, and appendLine writes them without encoding/json's allocations.
 
 // exportHeader is the first line.
 type exportHeader struct {

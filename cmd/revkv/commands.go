@@ -110,8 +110,33 @@ broken chain or a digest that differs is exit status 1.`,
 		name: "export", args: "[PREFIX]", max: 1, json: true, run: cmdExport,
 		summary: "write the history as JSON lines, one revision each",
 		doc: `Export writes the history of the keys with PREFIX (every key without one)
-to standard output as JSON lines, one revision each, with its time, op,
-expiry and annotations: the input of import. It is Store.Export's output.`,
+to standard output as JSON lines, the input of import (Store.Export's
+output). The first line is a header:
+
+  revkv_export 1; prefix; rev (the latest revision); time and first (its
+  time and the first's); base (the oldest revision whose time is kept);
+  floor; compact_rev and compacted (the last compaction and its time);
+  trim_floor
+
+then one line a revision, in revision order, from base-1 up to rev, and
+before them every older revision a key still keeps:
+
+  rev; time, with zone (the location's name, when not UTC) and offset
+  (seconds east of UTC, when the time is written in UTC because its
+  offset is not whole minutes); key, or key_base64 when it is not UTF-8;
+  op (put, delete, expire); value, or value_base64 when the value's bytes
+  are not UTF-8 (puts only); expires_at (UTC); annotations, or
+  annotations_base64 when one is not UTF-8; trimmed and dropped (on a
+  key's oldest kept entry, when older ones were dropped); prev (the
+  digest of revision rev-1, where the line before is not rev-1); digest
+  (the hash chain's digest of rev, 64 hex digits). A revision whose entry
+  is gone has only rev, time and digest.
+
+Times are RFC 3339 with nanoseconds, or "@SECONDS.NANOSECONDS" (Unix)
+for a year outside 1-9999. Each digest is SHA-256 of the one before and
+the revision's canonical encoding: 'go doc github.com/revkv/revkv' (the
+"Export format" section) and 'go doc github.com/revkv/revkv/chain' say
+how to recompute it from the lines.`,
 		jsonDoc: `the same JSON lines: export's output is JSON with or without it`,
 		example: "revkv --dir data export > data.jsonl",
 	},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -205,4 +206,16 @@ func TestOnePrefix(t *testing.T) {
 	require.Equal(t, 1, strings.Count(r.stderr, "revkv:"), r.stderr)
 	require.Equal(t, 1, strings.Count(r.stderr, "import"), r.stderr)
 	require.Equal(t, "revkv: wrapped: inner: x", "revkv: "+oneSentence(fmt.Errorf("wrapped: %v", errors.New("revkv: inner: x"))))
+}
+
+// TestExportHelpNamesEveryField: 'revkv help export' names every field of
+// an export's header and lines, and where to read how to recompute the
+// digests (issue 35, item 5).
+func TestExportHelpNamesEveryField(t *testing.T) {
+	out := ok(t, "help", "export")
+	for _, f := range []string{"revkv_export", "prefix", "rev", "time", "first", "base", "floor", "compact_rev", "compacted", "trim_floor",
+		"zone", "offset", "key", "key_base64", "op", "value", "value_base64", "expires_at", "annotations", "annotations_base64",
+		"trimmed", "dropped", "prev", "digest", "@SECONDS.NANOSECONDS", "Export format"} {
+		require.Regexp(t, `\b`+regexp.QuoteMeta(f)+`\b`, out, "help export names %s", f)
+	}
 }
