@@ -215,7 +215,7 @@ func TestExportHelpNamesEveryField(t *testing.T) {
 	out := ok(t, "help", "export")
 	for _, f := range []string{"revkv_export", "prefix", "rev", "time", "first", "base", "floor", "compact_rev", "compacted", "trim_floor",
 		"zone", "offset", "key", "key_base64", "op", "value", "value_base64", "expires_at", "annotations", "annotations_base64",
-		"trimmed", "dropped", "prev", "digest", "@SECONDS.NANOSECONDS", "Export format"} {
+		"trimmed", "dropped", "prev", "digest", "SECONDS.NANOSECONDS", "Export format"} {
 		require.Regexp(t, `\b`+regexp.QuoteMeta(f)+`\b`, out, "help export names %s", f)
 	}
 }
