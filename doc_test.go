@@ -1,8 +1,11 @@
 package revkv
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
+	"os"
 	"reflect"
 	"regexp"
 	"strings"
@@ -50,4 +53,61 @@ func TestDocWritesTheExportFormat(t *testing.T) {
 	for _, must := range []string{"D(0)", "SHA-256", "prev", "@", "RFC 3339", "package chain"} {
 		require.True(t, strings.Contains(section, must), "the section says %q", must)
 	}
+}
+
+// TestReadmeNamesTheAPI: the README's "API at a glance" names every
+// exported function, every method of Store and Txn, and every sentinel
+// error, and no longer calls the store in-memory only (issue 35, item
+// 15).
+func TestReadmeNamesTheAPI(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	readme := string(b)
+	i := strings.Index(readme, "## API at a glance")
+	require.GreaterOrEqual(t, i, 0)
+	api := readme[i:]
+	api = api[:strings.Index(api[1:], "\n## ")+1]
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	require.NoError(t, err)
+	var names []string
+	for _, f := range pkgs["revkv"].Files {
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv != nil {
+					recv := d.Recv.List[0].Type
+					if st, ok := recv.(*ast.StarExpr); ok {
+						recv = st.X
+					}
+					if ix, ok := recv.(*ast.IndexExpr); ok {
+						recv = ix.X
+					}
+					if id, ok := recv.(*ast.Ident); !ok || id.Name != "Store" && id.Name != "Txn" {
+						continue
+					}
+				}
+				names = append(names, d.Name.Name)
+			case *ast.GenDecl:
+				for _, sp := range d.Specs {
+					if vs, ok := sp.(*ast.ValueSpec); ok {
+						for _, n := range vs.Names {
+							if strings.HasPrefix(n.Name, "Err") {
+								names = append(names, n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	require.Greater(t, len(names), 50)
+	for _, n := range names {
+		require.True(t, regexp.MustCompile("`"+n+`\b`).MatchString(api), "the README's API table leaves out %s", n)
+	}
+	require.False(t, strings.Contains(readme, "in-memory, multi-version"), "the README calls revkv in-memory")
+	require.False(t, strings.Contains(readme, "when the data must outlive the\nprocess"), "the README sends durable data to BadgerDB")
 }
