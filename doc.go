@@ -121,8 +121,8 @@
 // changes nothing on disk; WithRepair cuts the log at the damage instead,
 // moving what it cut to files ending in ".damaged" (the tool's repair does
 // the same, and keeps a torn tail too). A file header is told apart three
-// ways: damaged, of a newer format (upgrade revkv to read it), or not
-// revkv's at all. WithReadOnly opens a directory to inspect it and changes
+// ways: damaged (ErrCorrupt), of a newer format (ErrNewerFormat, which
+// wraps ErrCorrupt: upgrade revkv to read it), or not revkv's at all. WithReadOnly opens a directory to inspect it and changes
 // nothing in it (a torn tail is reported and left as it is); every write of
 // such a store is ErrReadOnly. WithFS(vfs.NewMem()) keeps the directory in
 // memory, on a file system that can crash as a power cut would: for tests.
@@ -278,7 +278,8 @@
 //     the first they could have held.
 //   - A file header carries a check of its version (0 for version 1, the
 //     version's complement for later ones): a version above this build's
-//     with its check is a newer format; anything else is damage.
+//     with its check is a newer format (ErrNewerFormat); anything else is
+//     damage (ErrCorrupt).
 //   - A Txn used after its Update returned is ErrTxnDone, which wraps
 //     ErrClosed: errors.Is(err, ErrClosed) holds as it did before.
 //   - An error's text shows times in RFC 3339 with their nanoseconds and

@@ -50,6 +50,12 @@ var (
 	// the file and the offset; nothing on disk is changed.
 	ErrCorrupt = errors.New("revkv: corrupt data")
 
+	// ErrNewerFormat is returned by Open for a directory holding a file of
+	// a newer format than this build reads (its header says so): upgrade
+	// revkv to read it. It is not damage; it wraps ErrCorrupt, which Open
+	// returned for it before, so errors.Is(err, ErrCorrupt) holds too.
+	ErrNewerFormat error = &newerFormat{}
+
 	// ErrLocked is returned by Open for a directory another open store
 	// holds, in this process or another.
 	ErrLocked = errors.New("revkv: directory is locked by another store")
@@ -58,6 +64,11 @@ var (
 	// store opened WithReadOnly.
 	ErrReadOnly = errors.New("revkv: store is read-only")
 )
+
+type newerFormat struct{}
+
+func (*newerFormat) Error() string { return "revkv: written by a newer revkv" }
+func (*newerFormat) Unwrap() error { return ErrCorrupt }
 
 type txnDone struct{}
 

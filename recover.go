@@ -66,6 +66,9 @@ func (s *state[V]) recover() (wal.Tail, error) {
 //
 //	revkv: open "db": corrupt data (db/0000000000000001.log at offset 1893: checksum mismatch)
 func corruption(c *wal.Corruption) error {
+	if c.Newer {
+		return detail(ErrNewerFormat, "", fmt.Sprintf("%s: %s", c.File, c.Why))
+	}
 	return detail(ErrCorrupt, "", fmt.Sprintf("%s at offset %d: %s", c.File, c.Offset, c.Why))
 }
 

@@ -99,6 +99,21 @@ func fileHeader(magic string) []byte {
 	return h
 }
 
+// newerFormat is checkHeader's error for a file of a newer format: not
+// damage, and Corruption.Newer says so.
+type newerFormat struct{ v uint32 }
+
+func (e *newerFormat) Error() string {
+	return fmt.Sprintf("format version %d, written by a newer revkv: this build reads version %d; open it with a revkv that reads version %d", e.v, Version, e.v)
+}
+
+// headerCorruption is the Corruption of a file whose header checkHeader
+// refused with err.
+func headerCorruption(name string, err error) *Corruption {
+	var n *newerFormat
+	return &Corruption{File: name, Offset: 0, Why: err.Error(), Newer: errors.As(err, &n)}
+}
+
 // headerCheck is the check a header of version v carries after it.
 func headerCheck(v uint32) uint32 {
 	if v == 1 {
@@ -132,7 +147,7 @@ func checkHeader(h []byte, magic string) error {
 	case v == Version && check == headerCheck(v):
 		return nil
 	case v > Version && check == headerCheck(v):
-		return fmt.Errorf("format version %d, written by a newer revkv: this build reads version %d; open it with a revkv that reads version %d", v, Version, v)
+		return &newerFormat{v}
 	}
 	return fmt.Errorf("damaged header: its format version reads %d with check %#x, which no revkv writes (this build reads version %d)", v, check, Version)
 }

@@ -88,8 +88,8 @@ func cmdRepair(c *cli, _ []string) error {
 			_, err := fmt.Fprintf(c.out, "nothing to repair: every record of %s is whole\n", c.dir)
 			return err
 		}
-	case errors.Is(err, revkv.ErrCorrupt):
-	default:
+	case errors.Is(err, revkv.ErrCorrupt) && !errors.Is(err, revkv.ErrNewerFormat):
+	default: // a newer format is not damage: nothing to repair
 		return c.openError(err)
 	}
 	var aside string

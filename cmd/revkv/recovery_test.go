@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -96,3 +97,40 @@ func TestRepairDamage(t *testing.T) {
 }
 
 func regexpQuote(s string) string { return regexp.QuoteMeta(s) }
+
+// TestHeaderDamageOrNewer: the tool tells a log of a newer format (upgrade
+// revkv) from a damaged header (the version's bytes flipped), which it
+// calls corrupt (issue 35, item 3).
+func TestHeaderDamageOrNewer(t *testing.T) {
+	dir := fixture(t)
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	require.NoError(t, err)
+	seg := filepath.Base(logs[0])
+	b, err := os.ReadFile(logs[0])
+	require.NoError(t, err)
+
+	newer := append([]byte{}, b...)
+	binary.LittleEndian.PutUint32(newer[8:], 2)
+	binary.LittleEndian.PutUint32(newer[12:], ^uint32(2))
+	require.NoError(t, os.WriteFile(logs[0], newer, 0o644))
+	r := runTool(t, "", "--dir", dir, "info")
+	require.Equal(t, 1, r.code)
+	requireErrorLine(t, r.stderr)
+	require.Equal(t, "revkv: "+dir+" was written by a newer revkv, not damaged: "+seg+": format version 2, written by a newer revkv: this build reads version 1; open it with a revkv that reads version 2\n", r.stderr)
+
+	damaged := append([]byte{}, b...)
+	damaged[10] ^= 1
+	require.NoError(t, os.WriteFile(logs[0], damaged, 0o644))
+	r = runTool(t, "", "--dir", dir, "verify")
+	require.Equal(t, 1, r.code)
+	require.Equal(t, "revkv: "+dir+" is corrupt: "+seg+" at offset 0: damaged header: its format version reads 65537 with check 0x0, which no revkv writes (this build reads version 1)\n", r.stderr)
+	require.NotContains(t, r.stderr, "newer")
+
+	require.NoError(t, os.WriteFile(logs[0], newer, 0o644))
+	r = runTool(t, "", "--dir", dir, "repair")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "was written by a newer revkv, not damaged")
+	got, err := os.ReadFile(logs[0])
+	require.NoError(t, err)
+	require.Equal(t, newer, got, "repair leaves a newer format alone")
+}
