@@ -1,7 +1,9 @@
 package revkv
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,6 +37,11 @@ type Recovery struct {
 	// every revision from Rev on that a writer was told was written is in
 	// them.
 	Rev Revision
+	// Reads, when not 0, is the last revision the first record in the
+	// bytes reads as, its frame whole but its checksum wrong (a flipped
+	// bit, say): its bytes say it held revisions Rev to Reads. They are
+	// damaged bytes, so this is what they read as, not what was written.
+	Reads Revision
 	// Damaged is false for a torn tail, true for damage WithRepair cut;
 	// Why then says what was wrong with the record at Offset.
 	Damaged bool
@@ -56,6 +63,9 @@ func (r Recovery) String() string {
 		what = "damaged (" + r.Why + ")"
 	}
 	fmt.Fprintf(&b, "%s: %d bytes from offset %d are %s; they could have held revision %d and later", r.File, r.Bytes, r.Offset, what, r.Rev)
+	if r.Reads != 0 {
+		fmt.Fprintf(&b, " (the first record there, whole but failing its checksum, reads as revisions %d to %d)", r.Rev, r.Reads)
+	}
 	switch {
 	case len(r.Moved) > 0:
 		fmt.Fprintf(&b, "; cut from the log and moved to %s", strings.Join(r.Moved, ", "))
@@ -92,6 +102,43 @@ func (d *disk[V]) tornTail(tail wal.Tail, next int64, cut bool) {
 		size = tail.Size // unknown: the bytes are still reported
 	}
 	d.recovery = &Recovery{File: name, Offset: tail.Size, Bytes: size - tail.Size, Rev: Revision(next), Cut: cut}
+	d.recovery.Reads = d.readsAs(name, tail.Size, next)
+}
+
+// readsAs returns the last revision of the record at offset off of file
+// name, read with its checksum ignored, when its frame is whole (its
+// length fits in the file) and its entries decode as consecutive
+// revisions from next on; else 0. It is how a damaged last record says
+// what it held, for Recovery.Reads: the bytes are damaged, so only a
+// reading that fits every check of the record's shape is reported.
+func (d *disk[V]) readsAs(name string, off, next int64) Revision {
+	f, err := d.fs.OpenRead(name)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	if _, err := io.CopyN(io.Discard, f, off); err != nil {
+		return 0
+	}
+	rest, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	if err != nil || len(rest) < 9 {
+		return 0
+	}
+	n := int64(binary.LittleEndian.Uint32(rest))
+	kind := wal.Kind(rest[8])
+	if 9+n > int64(len(rest)) || kind != wal.KindChained && kind != wal.KindBatch {
+		return 0
+	}
+	b, err := wal.DecodeEntries(kind, rest[9:9+n])
+	if err != nil || len(b) == 0 {
+		return 0
+	}
+	for i, e := range b {
+		if e.Rev != next+int64(i) {
+			return 0
+		}
+	}
+	return Revision(b[len(b)-1].Rev)
 }
 
 // damagedFiles returns the files of dir a repair wrote, with their sizes.

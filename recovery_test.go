@@ -51,6 +51,8 @@ func TestRecoveryReportsTornTail(t *testing.T) {
 	require.False(t, r.Cut)
 	require.False(t, r.Damaged)
 	require.Contains(t, r.String(), "could have held revision 10 and later")
+	require.Equal(t, revkv.Revision(10), r.Reads, "the flipped record reads as revision 10")
+	require.Contains(t, r.String(), "reads as revisions 10 to 10")
 	require.Contains(t, r.String(), "left in place")
 	require.NoError(t, s.Close())
 
@@ -102,4 +104,22 @@ func TestRecoveryReportsRepair(t *testing.T) {
 	require.Equal(t, int64(len(b))-r.Offset, r.Bytes)
 	require.True(t, strings.HasPrefix(r.String(), seg+": "), r.String())
 	require.Contains(t, r.String(), "moved to "+seg+".damaged")
+}
+
+// TestRecoveryTornShort: a record cut short (a crash mid-write) reads as
+// nothing: Recovery names the first revision it could have held, and no
+// reading of it.
+func TestRecoveryTornShort(t *testing.T) {
+	dir, seg := logOf(t, 3)
+	b, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(seg, b[:len(b)-5], 0o644))
+	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithReadOnly())
+	require.NoError(t, err)
+	defer s.Close()
+	r, ok := s.Recovery()
+	require.True(t, ok)
+	require.Equal(t, revkv.Revision(3), r.Rev)
+	require.Zero(t, r.Reads)
+	require.NotContains(t, r.String(), "reads as")
 }

@@ -136,7 +136,7 @@ func openStore(dir string, opts []revkv.Option, log *slog.Logger) (*revkv.Store[
 	}
 	if r, ok := store.Recovery(); ok {
 		log.Warn("the log held bytes that are not whole records: "+r.String(),
-			"file", r.File, "offset", r.Offset, "bytes", r.Bytes, "from_rev", int64(r.Rev), "cut", r.Cut)
+			"file", r.File, "offset", r.Offset, "bytes", r.Bytes, "from_rev", int64(r.Rev), "reads_to", int64(r.Reads), "cut", r.Cut)
 	}
 	return store, nil
 }

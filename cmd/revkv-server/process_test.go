@@ -254,6 +254,7 @@ func TestStartupLog(t *testing.T) {
 	require.Contains(t, lines[0], "level=WARN")
 	require.Contains(t, lines[0], "file="+logs[0])
 	require.Contains(t, lines[0], "from_rev=10")
+	require.Contains(t, lines[0], "reads_to=10")
 	require.Contains(t, lines[0], "cut=true")
 	require.Regexp(t, `offset=\d+ bytes=\d+`, lines[0])
 	require.Contains(t, lines[1], "sync=always")

@@ -22,6 +22,7 @@ type jsonRecovery struct {
 	Offset  int64          `json:"offset"`
 	Bytes   int64          `json:"bytes"`
 	Rev     revkv.Revision `json:"rev"`
+	Reads   revkv.Revision `json:"reads_to,omitempty"`
 	Damaged bool           `json:"damaged"`
 	Why     string         `json:"why,omitempty"`
 	Cut     bool           `json:"cut"`
@@ -41,7 +42,7 @@ func (c *cli) recovery(s *store) *jsonRecovery {
 	if !ok {
 		return nil
 	}
-	j := &jsonRecovery{File: c.inDir(r.File), Offset: r.Offset, Bytes: r.Bytes, Rev: r.Rev, Damaged: r.Damaged, Why: r.Why, Cut: r.Cut}
+	j := &jsonRecovery{File: c.inDir(r.File), Offset: r.Offset, Bytes: r.Bytes, Rev: r.Rev, Reads: r.Reads, Damaged: r.Damaged, Why: r.Why, Cut: r.Cut}
 	for _, m := range r.Moved {
 		j.Moved = append(j.Moved, c.inDir(m))
 	}
@@ -64,7 +65,11 @@ func (j *jsonRecovery) sentence() string {
 	if j.Damaged {
 		what = "damaged (" + j.Why + ")"
 	}
-	return fmt.Sprintf("%d bytes of %s from offset %d are %s; they could have held revision %d and later", j.Bytes, j.File, j.Offset, what, j.Rev)
+	s := fmt.Sprintf("%d bytes of %s from offset %d are %s; they could have held revision %d and later", j.Bytes, j.File, j.Offset, what, j.Rev)
+	if j.Reads != 0 {
+		s += fmt.Sprintf(" (the first record there, whole but failing its checksum, reads as revisions %d to %d)", j.Rev, j.Reads)
+	}
+	return s
 }
 
 // cmdRepair cuts what is not whole records from the log: a torn tail, or

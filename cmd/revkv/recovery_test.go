@@ -39,13 +39,14 @@ func TestTornTailIsReported(t *testing.T) {
 
 	info := ok(t, "--dir", dir, "info")
 	require.Contains(t, info, "revision     11\n", "the last record is not read")
-	require.Regexp(t, `\nnot read     \d+ bytes of `+seg+` from offset \d+ are not whole records \(a torn write, or damage to the last record\); they could have held revision 12 and later \(revkv repair cuts them, keeping a copy\)\n`, info)
+	require.Regexp(t, `\nnot read     \d+ bytes of `+seg+` from offset \d+ are not whole records \(a torn write, or damage to the last record\); they could have held revision 12 and later \(the first record there, whole but failing its checksum, reads as revisions 12 to 12\) \(revkv repair cuts them, keeping a copy\)\n`, info)
 	var ji jsonInfo
 	require.NoError(t, json.Unmarshal([]byte(ok(t, "--dir", dir, "info", "--json")), &ji))
 	require.NotNil(t, ji.NotRead)
 	require.Equal(t, seg, ji.NotRead.File)
 	require.Equal(t, int64(size), ji.NotRead.Offset+ji.NotRead.Bytes)
 	require.EqualValues(t, 12, ji.NotRead.Rev)
+	require.EqualValues(t, 12, ji.NotRead.Reads)
 	require.False(t, ji.NotRead.Cut)
 
 	r := runTool(t, "", "--dir", dir, "verify")
@@ -64,7 +65,7 @@ func TestTornTailIsReported(t *testing.T) {
 	require.Equal(t, before, hashDir(t, dir), "info and verify change nothing")
 
 	out := ok(t, "--dir", dir, "repair")
-	require.Regexp(t, `^repaired `+regexpQuote(dir)+`: \d+ bytes of `+seg+` from offset \d+ are not whole records .*; they could have held revision 12 and later; cut them and moved them to `+seg+`\.damaged; the latest revision is now 11\n$`, out)
+	require.Regexp(t, `^repaired `+regexpQuote(dir)+`: \d+ bytes of `+seg+` from offset \d+ are not whole records .*; they could have held revision 12 and later \(the first record there, whole but failing its checksum, reads as revisions 12 to 12\); cut them and moved them to `+seg+`\.damaged; the latest revision is now 11\n$`, out)
 	kept, err := os.ReadFile(filepath.Join(dir, seg+".damaged"))
 	require.NoError(t, err)
 	require.Len(t, kept, int(ji.NotRead.Bytes))
