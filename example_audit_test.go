@@ -3,6 +3,8 @@ package revkv_test
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -117,4 +119,26 @@ func ExampleImport() {
 	// Output:
 	// {"rev":2,"time":"2026-11-21T14:03:00Z","key":"config/pool","op":"put","value":"20","digest":"b5cb0483363781e707e627eb4ce07e487974ea4ebe47f3a6f308d3f62ac2d7bc"}
 	// imported up to revision 3 same digest: true
+}
+
+// Recovery says what Open found at the end of the log that was not whole
+// records: here the last record, one byte flipped, which Open cut.
+func ExampleStore_Recovery() {
+	dir, _ := os.MkdirTemp("", "revkv-example-")
+	defer os.RemoveAll(dir)
+	s, _ := revkv.Open(dir, revkv.StringCodec())
+	for range 3 {
+		s.Put("config/api", "100")
+	}
+	s.Close()
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	b, _ := os.ReadFile(logs[0])
+	b[len(b)-2] ^= 1 // damage to the last record
+	os.WriteFile(logs[0], b, 0o644)
+
+	s, _ = revkv.Open(dir, revkv.StringCodec())
+	defer s.Close()
+	r, ok := s.Recovery()
+	fmt.Println(ok, s.Rev(), r.Rev, r.Reads, r.Cut)
+	// Output: true 2 3 3 true
 }
