@@ -24,7 +24,7 @@ func packageDoc(t *testing.T) string {
 // TestDocIsForUsers: the package doc says what the store promises and how
 // to use it; it names no unexported function, file or lock of the
 // implementation, whose place is the README's "Reading the source" and
-// the comments where they live (issue 35, item 16).
+// the comments where they live.
 func TestDocIsForUsers(t *testing.T) {
 	doc := packageDoc(t)
 	for _, internal := range []string{"commitLocked", "publishLocked", "commit.go", "lock order", "indexMu", "keyLog", "index's read lock"} {
@@ -36,7 +36,7 @@ func TestDocIsForUsers(t *testing.T) {
 // TestDocWritesTheExportFormat: every field of an export's header and
 // lines is written down in the package doc's "Export format" section, so
 // that an export can be read, and its chain recomputed, from the docs
-// alone (issue 35, item 5).
+// alone.
 func TestDocWritesTheExportFormat(t *testing.T) {
 	doc := packageDoc(t)
 	i := strings.Index(doc, "# Export format")
@@ -57,8 +57,7 @@ func TestDocWritesTheExportFormat(t *testing.T) {
 
 // TestReadmeNamesTheAPI: the README's "API at a glance" names every
 // exported function, every method of Store and Txn, and every sentinel
-// error, and no longer calls the store in-memory only (issue 35, item
-// 15).
+// error, and no longer calls the store in-memory only.
 func TestReadmeNamesTheAPI(t *testing.T) {
 	b, err := os.ReadFile("README.md")
 	require.NoError(t, err)

@@ -13,8 +13,7 @@ import (
 
 // TestErrorTimesAreRFC3339: a time in an error's text is RFC 3339, with
 // its nanoseconds and its offset, never Go's default format with its
-// monotonic clock reading; and the text says "revkv:" once (issue 35,
-// item 10).
+// monotonic clock reading; and the text says "revkv:" once.
 func TestErrorTimesAreRFC3339(t *testing.T) {
 	s := revkv.New[string]()
 	defer s.Close()
@@ -37,7 +36,7 @@ func TestErrorTimesAreRFC3339(t *testing.T) {
 // TestCompactedNamesTheOldest: a read below what history keeps is
 // ErrCompacted naming the oldest revision to ask for instead, which
 // answers: after a Compact, and for a key whose own history was trimmed
-// above the floor (issue 35, item 8).
+// above the floor.
 func TestCompactedNamesTheOldest(t *testing.T) {
 	s := revkv.New[string](revkv.WithMaxHistory(2))
 	defer s.Close()
@@ -66,7 +65,7 @@ func TestCompactedNamesTheOldest(t *testing.T) {
 }
 
 // TestHistoryNotes: HistoryNotes yields History's entries, each with its
-// revision's annotations, as Annotations answers them (issue 35, item 14).
+// revision's annotations, as Annotations answers them.
 func TestHistoryNotes(t *testing.T) {
 	s := revkv.New[string]()
 	defer s.Close()

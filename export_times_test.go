@@ -21,8 +21,7 @@ import (
 // write exactly (an offset that is not whole minutes, as New York's
 // -4:56:02 in 1850; a year before 1; a year after 9999) exports, imports
 // to the same digests, exports again to the same bytes, and every digest
-// is recomputed from the export's lines alone, as the package doc says
-// (issue 35, item 5).
+// is recomputed from the export's lines alone, as the package doc says.
 func TestExportEveryTime(t *testing.T) {
 	ny, err := time.LoadLocation("America/New_York")
 	require.NoError(t, err)

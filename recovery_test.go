@@ -31,7 +31,7 @@ func logOf(t *testing.T, n int) (dir, seg string) {
 // TestRecoveryReportsTornTail: a byte flipped in the last record is a torn
 // tail Open may cut (contract §7.6), but never in silence: Recovery says
 // which file, where, how many bytes and from which revision, whether Open
-// cut them, and a read-only Open reports them too (issue 35, item 1).
+// cut them, and a read-only Open reports them too.
 func TestRecoveryReportsTornTail(t *testing.T) {
 	dir, seg := logOf(t, 10)
 	b, err := os.ReadFile(seg)
@@ -82,7 +82,7 @@ func TestRecoveryReportsTornTail(t *testing.T) {
 }
 
 // TestRecoveryReportsRepair: WithRepair cuts a damaged record with whole
-// records after it and reports what it moved where (issue 35, item 2).
+// records after it and reports what it moved where.
 func TestRecoveryReportsRepair(t *testing.T) {
 	dir, seg := logOf(t, 10)
 	b, err := os.ReadFile(seg)

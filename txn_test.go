@@ -192,7 +192,7 @@ func TestUpdateBadUse(t *testing.T) {
 	require.ErrorIs(t, kept.Expire("k", time.Second), revkv.ErrClosed)
 	require.ErrorIs(t, kept.Persist("k"), revkv.ErrClosed)
 	// It says the transaction is over, not that the store is closed: the
-	// store is open (issue 35, item 13).
+	// store is open.
 	require.ErrorIs(t, kept.Put("k", "x"), revkv.ErrTxnDone)
 	require.EqualError(t, kept.Put("k", "x"), `revkv: put "k": transaction is over: its Update has returned`)
 	require.NotContains(t, kept.Delete("k").Error(), "closed")

@@ -505,7 +505,7 @@ func TestCutLog(t *testing.T) {
 // TestHeaderTellsDamageFromNewer: a header of a newer format (its version
 // above this build's, its check matching) says so; a flipped bit in the
 // version or the check is a damaged header, never "upgrade"; bytes that
-// are not our magic are not a revkv file (issue 35, item 3).
+// are not our magic are not a revkv file.
 func TestHeaderTellsDamageFromNewer(t *testing.T) {
 	header := func(v, check uint32) []byte {
 		h := []byte(magicLog + "\x00\x00\x00\x00\x00\x00\x00\x00")

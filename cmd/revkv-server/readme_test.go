@@ -65,7 +65,7 @@ func readmeSamples(t *testing.T, prefix string) []sample {
 
 // TestReadmeSamples runs every command sample of the README against a
 // real process and compares the output, so that the README cannot drift
-// from what the programs do (issue 35): the offline tool, built, on the
+// from what the programs do: the offline tool, built, on the
 // directory examples/audit writes (as the README says to make it), and
 // the server, built and started in memory, through a RESP client that
 // prints replies as redis-cli does. Times the server takes from its clock

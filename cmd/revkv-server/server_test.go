@@ -513,7 +513,7 @@ func TestMaxValueBoundsStrings(t *testing.T) {
 
 // TestScanForgottenCursor: a cursor the server handed out and has since
 // forgotten (it keeps the newest) is not refused: the scan starts again
-// from the first key, so every key is still returned (issue 35, item 9).
+// from the first key, so every key is still returned.
 func TestScanForgottenCursor(t *testing.T) {
 	s, addr := startServer(t, config{})
 	s.cursors.mu.Lock()

@@ -206,7 +206,7 @@ func TestImportRefusesANonEmptyDirectory(t *testing.T) {
 }
 
 // TestExportTakesJSON: every read command takes --json, export too: its
-// output is JSON lines with or without it (issue 35, item 15).
+// output is JSON lines with or without it.
 func TestExportTakesJSON(t *testing.T) {
 	dir := fixture(t)
 	require.Equal(t, ok(t, "--dir", dir, "export"), ok(t, "--dir", dir, "export", "--json"))

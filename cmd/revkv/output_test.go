@@ -118,7 +118,7 @@ func TestParse(t *testing.T) {
 // TestJSONValues: a value JSONCodec wrote for a struct or a slice shows as
 // JSON, not as an escaped string, in text and as value_json with --json;
 // a JSON number or string, text that only looks like JSON, and bytes that
-// are not text are shown as before (issue 35, item 11).
+// are not text are shown as before.
 func TestJSONValues(t *testing.T) {
 	type cfg struct {
 		RPS  int    `json:"rps"`

@@ -30,8 +30,7 @@ func flipLast(t *testing.T, dir string) (string, int) {
 // told to an auditor: info shows the bytes that are not whole records and
 // the revisions they could have held, verify exits 1 saying so (as
 // redis-check-aof reports a short AOF), and repair cuts them, keeping a
-// copy in *.damaged and saying what it moved; afterwards verify is ok
-// (issue 35, items 1 and 2).
+// copy in *.damaged and saying what it moved; afterwards verify is ok.
 func TestTornTailIsReported(t *testing.T) {
 	dir := fixture(t)
 	seg, size := flipLast(t, dir)
@@ -78,7 +77,7 @@ func TestTornTailIsReported(t *testing.T) {
 
 // TestRepairDamage: a damaged record with whole records after it is
 // corrupt to every command; repair cuts the log there, moving the rest
-// aside, and says so; the store then opens (issue 35, item 2).
+// aside, and says so; the store then opens.
 func TestRepairDamage(t *testing.T) {
 	dir := damaged(t)
 	r := runTool(t, "", "--dir", dir, "verify")
@@ -101,7 +100,7 @@ func regexpQuote(s string) string { return regexp.QuoteMeta(s) }
 
 // TestHeaderDamageOrNewer: the tool tells a log of a newer format (upgrade
 // revkv) from a damaged header (the version's bytes flipped), which it
-// calls corrupt (issue 35, item 3).
+// calls corrupt.
 func TestHeaderDamageOrNewer(t *testing.T) {
 	dir := fixture(t)
 	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))

@@ -197,7 +197,7 @@ func TestVersion(t *testing.T) {
 }
 
 // TestOnePrefix: an error of the store inside one of the tool's is said
-// with one "revkv:", as one sentence (issue 35, item 10).
+// with one "revkv:", as one sentence.
 func TestOnePrefix(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "copy2")
 	r := runTool(t, "{\"nope\":1}\n", "--dir", dir, "import")
@@ -210,7 +210,7 @@ func TestOnePrefix(t *testing.T) {
 
 // TestExportHelpNamesEveryField: 'revkv help export' names every field of
 // an export's header and lines, and where to read how to recompute the
-// digests (issue 35, item 5).
+// digests.
 func TestExportHelpNamesEveryField(t *testing.T) {
 	out := ok(t, "help", "export")
 	for _, f := range []string{"revkv_export", "prefix", "rev", "time", "first", "base", "floor", "compact_rev", "compacted", "trim_floor",

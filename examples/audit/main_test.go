@@ -11,7 +11,7 @@ import (
 
 // TestInMemoryRunEndsWithTheDigest: run without -dir, the example keeps
 // its trail on a directory in memory and ends with the chain's digest, not
-// with an error (issue 35, item 17).
+// with an error.
 func TestInMemoryRunEndsWithTheDigest(t *testing.T) {
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
