@@ -85,8 +85,9 @@ type disk[V any] struct {
 	ckptMu    sync.Mutex    // one checkpoint at a time, and none as close runs; taken before state.mu
 	ckpt      chan struct{} // wakes the checkpointer
 	failure   atomic.Pointer[error]
-	mode      SyncMode // WithSync
-	readOnly  bool     // WithReadOnly: w is nil, and err says ErrReadOnly
+	mode      SyncMode  // WithSync
+	readOnly  bool      // WithReadOnly: w is nil, and err says ErrReadOnly
+	recovery  *Recovery // what Open found that was not whole records (recovery.go); set by Open
 
 	// chainMu guards chain, the hash chain's digests (chain.go): writers
 	// push under state.mu, readers (Digest) take it alone; a checkpoint
@@ -102,7 +103,8 @@ type disk[V any] struct {
 
 // Open returns a store whose state lives in dir (created if missing) and
 // survives a restart and a crash: it loads the newest snapshot, replays the
-// log after it, cuts a torn last record, and goes on from Rev()+1. Nothing
+// log after it, cuts a torn last record (never in silence: Store.Recovery
+// says what it cut), and goes on from Rev()+1. Nothing
 // is expired during Open: expiries that fell due while the store was closed
 // are written, at their exact times, by the first write, purge or expirer
 // tick after it. Open uses every core (up to six goroutines): it reads and
@@ -148,6 +150,7 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	st.disk, st.dur = d, replay[V]{d}
 	tail, err := st.recover()
 	st.dur = d
+	d.tornTail(tail, st.order.Next(), !o.readOnly) // before OpenWriter cuts it
 	if err == nil && !o.readOnly {
 		d.w, err = wal.OpenWriter(o.fs, dir, tail, st.order.Next())
 	}

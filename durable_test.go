@@ -1,6 +1,7 @@
 package revkv_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -153,13 +154,22 @@ func TestOpenErrors(t *testing.T) {
 	require.ErrorIs(t, err, revkv.ErrCorrupt)
 	require.ErrorContains(t, err, "decoding")
 
-	// An unknown format version.
+	// A newer format version (its check matching), and a damaged one.
 	bad = append([]byte{}, full...)
-	bad[8] = 9
+	binary.LittleEndian.PutUint32(bad[8:], 9)
+	binary.LittleEndian.PutUint32(bad[12:], ^uint32(9))
 	require.NoError(t, os.WriteFile(seg, bad, 0o644))
 	_, err = revkv.Open(dir, revkv.StringCodec())
 	require.ErrorIs(t, err, revkv.ErrCorrupt)
-	require.ErrorContains(t, err, "format version 9")
+	require.ErrorContains(t, err, "format version 9, written by a newer revkv")
+	require.ErrorIs(t, err, revkv.ErrNewerFormat, "a newer format is not damage")
+	bad = append([]byte{}, full...)
+	bad[10] ^= 1 // version 65537
+	require.NoError(t, os.WriteFile(seg, bad, 0o644))
+	_, err = revkv.Open(dir, revkv.StringCodec())
+	require.ErrorIs(t, err, revkv.ErrCorrupt)
+	require.ErrorContains(t, err, "damaged header: its format version reads 65537")
+	require.NotErrorIs(t, err, revkv.ErrNewerFormat, "damage is not a newer format")
 
 	_, err = revkv.Open[string](dir, nil)
 	require.ErrorContains(t, err, "nil codec")

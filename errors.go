@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The errors revkv returns. They are sentinels: test for them with errors.Is.
@@ -33,9 +34,14 @@ var (
 	// not made at the expected revision.
 	ErrConflict = errors.New("revkv: revision conflict")
 
-	// ErrClosed is returned by writes and Compact after Close, and by a Txn's
-	// methods after its Update returned.
+	// ErrClosed is returned by writes and Compact after Close.
 	ErrClosed = errors.New("revkv: store is closed")
+
+	// ErrTxnDone is returned by a Txn's writes after its Update returned:
+	// the transaction is over, whether it committed or not, and the store
+	// may well be open. It wraps ErrClosed, which such calls returned
+	// before it, so errors.Is(err, ErrClosed) holds for it too.
+	ErrTxnDone error = &txnDone{}
 
 	// ErrCorrupt is returned by Open for a directory whose files are
 	// damaged (anything but a torn tail of the last log segment, with no
@@ -43,6 +49,12 @@ var (
 	// version, or holding a value the codec cannot decode. The error names
 	// the file and the offset; nothing on disk is changed.
 	ErrCorrupt = errors.New("revkv: corrupt data")
+
+	// ErrNewerFormat is returned by Open for a directory holding a file of
+	// a newer format than this build reads (its header says so): upgrade
+	// revkv to read it. It is not damage; it wraps ErrCorrupt, which Open
+	// returned for it before, so errors.Is(err, ErrCorrupt) holds too.
+	ErrNewerFormat error = &newerFormat{}
 
 	// ErrLocked is returned by Open for a directory another open store
 	// holds, in this process or another.
@@ -52,6 +64,16 @@ var (
 	// store opened WithReadOnly.
 	ErrReadOnly = errors.New("revkv: store is read-only")
 )
+
+type newerFormat struct{}
+
+func (*newerFormat) Error() string { return "revkv: written by a newer revkv" }
+func (*newerFormat) Unwrap() error { return ErrCorrupt }
+
+type txnDone struct{}
+
+func (*txnDone) Error() string { return "revkv: transaction is over: its Update has returned" }
+func (*txnDone) Unwrap() error { return ErrClosed }
 
 // OpError is the error a call returns: what it did, the key it did it to,
 // and the cause, so that it reads as one sentence, as os.PathError does:
@@ -86,7 +108,7 @@ func (e *OpError) Error() string {
 	if e.arg != "" {
 		b.WriteByte(' ')
 		b.WriteString(e.arg)
-		fmt.Fprint(&b, " ", e.val)
+		fmt.Fprint(&b, " ", shown(e.val))
 	}
 	if e.Err != nil {
 		b.WriteString(": ")
@@ -122,8 +144,19 @@ type detailed struct {
 
 func (d *detailed) Error() string {
 	if d.why == "" {
-		return fmt.Sprint(d.err.Error(), " (", d.val, ")")
+		return fmt.Sprint(d.err.Error(), " (", shown(d.val), ")")
 	}
-	return fmt.Sprint(d.err.Error(), " (", d.why, " ", d.val, ")")
+	return fmt.Sprint(d.err.Error(), " (", d.why, " ", shown(d.val), ")")
+}
+
+// shown is val as an error's text shows it: a time in RFC 3339, with its
+// nanoseconds and offset and without Go's monotonic clock reading
+// ("m=+3600.000362448"), which is no part of the instant; anything else as
+// fmt prints it.
+func shown(val any) any {
+	if t, ok := val.(time.Time); ok {
+		return t.Round(0).Format(time.RFC3339Nano)
+	}
+	return val
 }
 func (d *detailed) Unwrap() error { return d.err }

@@ -7,14 +7,14 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/revlog"
 )
 
 // Export writes the history of a store on a directory to w as JSON lines
-// (see the format below): a header with the store's state, then a line
+// (every field, and how to recompute each digest from them, is in the
+// package doc's "Export format" section): a header with the store's state, then a line
 // for every revision it keeps anything of, with its time, entry,
 // annotations and digest. Import reads it back into a new directory with
 // the same revisions, times, expiries, annotations, digests and floor; an
@@ -46,12 +46,12 @@ func (s *state[V]) export(w io.Writer, prefix string) error {
 	hd := exportHeader{Format: 1, Prefix: prefix, Rev: h.Rev, Base: s.order.Base(), Floor: s.floor.Load(),
 		CompactRev: s.compactRev, TrimFloor: s.trimFloor}
 	if h.Rev > 0 {
-		hd.Time = h.Time.UTC().Format(time.RFC3339Nano)
+		hd.Time = exportTime(h.Time.UTC())
 		first, _ := s.order.First()
-		hd.First = first.UTC().Format(time.RFC3339Nano)
+		hd.First = exportTime(first.UTC())
 	}
 	if m := s.compaction.Load(); m != nil {
-		hd.Compacted = m.time.UTC().Format(time.RFC3339Nano)
+		hd.Compacted = exportTime(m.time.UTC())
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	hb, _ := json.Marshal(hd)
@@ -153,12 +153,10 @@ func (ex *exporter[V]) line(r int64, kl *keyLog[V], i int) error {
 			l.prev = &p
 		}
 	}
-	if t, ok := s.order.TimeOf(r); ok {
-		l.t = t
-	}
+	l.t, l.hasTime = s.order.TimeOf(r)
 	if i >= 0 {
 		e := &kl.log.Entries()[i]
-		l.entry, l.key, l.op, l.t = true, kl.key, Op(e.Op), e.Time(&s.zones)
+		l.entry, l.key, l.op, l.t, l.hasTime = true, kl.key, Op(e.Op), e.Time(&s.zones), true
 		l.hasTTL, l.expires = e.HasTTL, e.Expires
 		if e.Op == revlog.Put {
 			var err error

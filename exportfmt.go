@@ -3,32 +3,18 @@ package revkv
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/revkv/revkv/chain"
 )
 
-// The export format (Store.Export, Import): JSON lines. The first is a
-// header, the store's state:
-//
-//	{"revkv_export":1,"rev":9,"time":"...","first":"...","base":3,"floor":3,"compact_rev":3,"compacted":"...","trim_floor":0}
-//
-// then one line a revision, in revision order: every revision from the
-// oldest whose time or digest the store keeps up to rev, and before them
-// every older revision whose entry is kept. A revision whose entry is kept
-// has its entry; one whose entry is gone has only its time (if kept) and
-// digest:
-//
-//	{"rev":4,"time":"2026-11-24T14:02:00.5+01:00","zone":"Europe/Paris","key":"config/limits","op":"put","value":"10","expires_at":"...","annotations":{"who":"ana"},"digest":"..."}
-//	{"rev":5,"time":"2026-11-24T14:02:01Z","digest":"..."}
-//
-// Times are RFC 3339 with nanoseconds in the entry's own location ("zone"
-// names it, unless it is UTC); a value is "value" when its codec's bytes
-// are UTF-8, else "value_base64" (and a key that is not, "key_base64"); "trimmed" and "dropped" mark a key's
-// oldest kept entry when older ones were dropped; "prev" is D(rev-1) where
-// the line before is not rev-1. Digests are lower-case hex.
+// The export format (Store.Export, Import) is written down for users in
+// the package doc's "Export format" section; the types below are its
+// lines, and appendLine writes them without encoding/json's allocations.
 
 // exportHeader is the first line.
 type exportHeader struct {
@@ -50,6 +36,7 @@ type exportLine struct {
 	Rev         int64             `json:"rev"`
 	Time        string            `json:"time,omitempty"`
 	Zone        string            `json:"zone,omitempty"`
+	Offset      *int              `json:"offset,omitempty"`
 	Key         *string           `json:"key,omitempty"`
 	KeyBase64   *string           `json:"key_base64,omitempty"`
 	Op          string            `json:"op,omitempty"`
@@ -72,7 +59,8 @@ var opNames = [...]string{OpPut: "put", OpDelete: "delete", OpExpire: "expire"}
 // allocations.
 type lineOut struct {
 	rev        int64
-	t          time.Time // zero: unknown
+	t          time.Time
+	hasTime    bool // t is known
 	entry      bool
 	key        string
 	op         Op
@@ -94,15 +82,19 @@ type lineOut struct {
 func appendLine(b []byte, l *lineOut) []byte {
 	b = append(b, `{"rev":`...)
 	b = strconv.AppendInt(b, l.rev, 10)
-	if !l.t.IsZero() {
+	if l.hasTime {
 		b = append(b, `,"time":"`...)
-		b = l.t.AppendFormat(b, time.RFC3339Nano)
+		b = appendExportTime(b, l.t)
 		b = append(b, '"')
 		// A zone named UTC at offset 0 is UTC: a reopened store reads it
 		// as time.UTC, and so does an import.
 		if name, off := l.t.Zone(); l.t.Location() != time.UTC && (name != "UTC" || off != 0) {
 			b = append(b, `,"zone":`...)
 			b = appendJSONString(b, l.t.Location().String())
+			if !inOwnOffset(l.t) {
+				b = append(b, `,"offset":`...)
+				b = strconv.AppendInt(b, int64(off), 10)
+			}
 		}
 	}
 	if l.entry {
@@ -178,6 +170,55 @@ func appendLine(b []byte, l *lineOut) []byte {
 		b = append(b, '"')
 	}
 	return append(b, "}\n"...)
+}
+
+// inOwnOffset reports whether the export writes t in its own offset: RFC
+// 3339 writes offsets in whole minutes and years of four digits.
+func inOwnOffset(t time.Time) bool {
+	_, off := t.Zone()
+	return off%60 == 0 && t.Year() >= 1 && t.Year() <= 9999
+}
+
+// appendExportTime appends t as the export writes a time: RFC 3339 with
+// its nanoseconds, in t's own offset when that is whole minutes, else in
+// UTC (the line's "offset" then gives t's, in seconds); and when the year
+// (in UTC) is not 1 to 9999, which RFC 3339 cannot write, "@" followed by
+// the Unix seconds, a dot and the nanoseconds in 9 digits
+// ("@253402300800.000000009"). Either way it is the instant to the
+// nanosecond.
+func appendExportTime(b []byte, t time.Time) []byte {
+	if u := t.UTC(); u.Year() < 1 || u.Year() > 9999 {
+		b = append(b, '@')
+		b = strconv.AppendInt(b, t.Unix(), 10)
+		b = append(b, '.')
+		ns := strconv.AppendInt(nil, int64(t.Nanosecond()), 10)
+		b = append(b, "000000000"[len(ns):]...)
+		return append(b, ns...)
+	}
+	if !inOwnOffset(t) {
+		t = t.UTC()
+	}
+	return t.AppendFormat(b, time.RFC3339Nano)
+}
+
+// exportTime is appendExportTime's text.
+func exportTime(t time.Time) string { return string(appendExportTime(nil, t)) }
+
+// parseExportTime reads a time appendExportTime wrote.
+func parseExportTime(s string) (time.Time, error) {
+	if rest, ok := strings.CutPrefix(s, "@"); ok {
+		sec, frac, ok := strings.Cut(rest, ".")
+		if !ok || len(frac) != 9 {
+			return time.Time{}, fmt.Errorf("time %q: not @SECONDS.NANOSECONDS with 9 digits of nanoseconds", s)
+		}
+		n, err1 := strconv.ParseInt(sec, 10, 64)
+		ns, err2 := strconv.ParseUint(frac, 10, 32)
+		if err1 != nil || err2 != nil {
+			return time.Time{}, fmt.Errorf("time %q: not @SECONDS.NANOSECONDS", s)
+		}
+		return time.Unix(n, int64(ns)).UTC(), nil
+	}
+	return time.Parse(time.RFC3339Nano, s)
 }
 
 // appendJSONString appends s quoted as encoding/json quotes it (HTML

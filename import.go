@@ -159,7 +159,7 @@ func (im *importer) header(b []byte) error {
 			continue
 		}
 		var t time.Time
-		if t, err = time.Parse(time.RFC3339Nano, f.s); err != nil {
+		if t, err = parseExportTime(f.s); err != nil {
 			return err
 		}
 		*f.i = instantOf(t)
@@ -196,12 +196,12 @@ func (im *importer) add(l *exportLine) error {
 	}
 	var t time.Time
 	if l.Time != "" {
-		if t, err = time.Parse(time.RFC3339Nano, l.Time); err != nil {
+		if t, err = parseExportTime(l.Time); err != nil {
 			return err
 		}
 	}
 	if r >= im.head.Base {
-		if t.IsZero() || r != im.head.Base+int64(len(im.state.Times)) {
+		if l.Time == "" || r != im.head.Base+int64(len(im.state.Times)) {
 			return fmt.Errorf("no time for a revision from %d on", im.head.Base)
 		}
 		im.state.Times = append(im.state.Times, instantOf(t))
@@ -248,11 +248,17 @@ func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) erro
 	if err != nil {
 		return err
 	}
-	if t.IsZero() {
+	if l.Time == "" {
 		return errors.New("an entry without a time")
 	}
 	x.Sec, x.Nsec = t.Unix(), int32(t.Nanosecond())
 	_, off := t.Zone()
+	if l.Offset != nil { // the time is written in UTC: its offset is not whole minutes, or its year not 1 to 9999
+		if off != 0 || l.Zone == "" || *l.Offset < -24*3600 || *l.Offset > 24*3600 {
+			return errors.New(`an "offset" without a "zone", or with a time not in UTC`)
+		}
+		off = *l.Offset
+	}
 	x.Zone, x.Offset = l.Zone, int32(off)
 	if x.Zone == "" && off != 0 {
 		return errors.New(`a time off UTC without its "zone"`)
@@ -272,7 +278,7 @@ func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) erro
 		return fmt.Errorf("a value or expiry on an %s", l.Op)
 	}
 	if l.ExpiresAt != "" {
-		e, err := time.Parse(time.RFC3339Nano, l.ExpiresAt)
+		e, err := parseExportTime(l.ExpiresAt)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package revkv
 
 import (
+	"iter"
 	"slices"
 	"sort"
 	"sync"
@@ -123,6 +124,41 @@ func (n *noteLog[V]) find(rev int64) *noteSpan[V] {
 
 // notesOf returns the annotations of rev (sorted pairs), or nil; the
 // caller holds mu.
+// HistoryNotes is History with each entry's annotations: key's retained
+// entries, oldest first, each with the annotations of its revision (nil
+// for a revision written without any; a new map for each entry), read
+// together, where History and one Annotations call per entry would take
+// the annotations' lock once each. It yields the entries History returns
+// when it starts; breaking the loop ends it.
+//
+// This is how an audit program reads who changed a key and why. Writing an
+// annotated change is an Update that calls Txn.Annotate: annotations
+// belong to a commit, and Update is the one way to commit several things
+// together.
+func (s *Store[V]) HistoryNotes(key string) iter.Seq2[Entry[V], map[string]string] {
+	return func(yield func(Entry[V], map[string]string) bool) {
+		es := s.History(key)
+		notes := make([]map[string]string, len(es))
+		n := &s.notes
+		n.mu.RLock()
+		for i, e := range es {
+			if kv := n.notesOf(int64(e.Rev)); len(kv) > 0 {
+				m := make(map[string]string, len(kv)/2)
+				for j := 0; j < len(kv); j += 2 {
+					m[kv[j]] = kv[j+1]
+				}
+				notes[i] = m
+			}
+		}
+		n.mu.RUnlock()
+		for i, e := range es {
+			if !yield(e, notes[i]) {
+				return
+			}
+		}
+	}
+}
+
 func (n *noteLog[V]) notesOf(rev int64) []string {
 	if sp := n.find(rev); sp != nil {
 		return sp.kv

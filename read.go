@@ -170,7 +170,8 @@ func (s *Store[V]) GetAt(key string, rev Revision) (V, bool, error) {
 		return zero, false, readErr(key, rev, detail(ErrFutureRevision, "latest is", h.Rev))
 	}
 	e, st := revlog.Entry[V]{}, revlog.Absent
-	if kl := s.lookup(key); kl != nil {
+	kl := s.lookup(key)
+	if kl != nil {
 		kl.mu.RLock()
 		e, st = kl.log.At(r)
 		kl.mu.RUnlock()
@@ -178,7 +179,7 @@ func (s *Store[V]) GetAt(key string, rev Revision) (V, bool, error) {
 	// The compaction is checked after the read: a Compact that ran during it
 	// may have removed the key, and then the answer is no longer known.
 	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && r < m.rev) {
-		return zero, false, readErr(key, rev, ErrCompacted)
+		return zero, false, readErr(key, rev, detail(ErrCompacted, "oldest readable is", s.oldestOf(kl)))
 	}
 	if st != revlog.Found || e.Op != revlog.Put {
 		return zero, false, nil
@@ -199,13 +200,14 @@ func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 		return zero, false, nil
 	}
 	e, st := revlog.Entry[V]{}, revlog.Absent
-	if kl := s.lookup(key); kl != nil {
+	kl := s.lookup(key)
+	if kl != nil {
 		kl.mu.RLock()
 		e, st = kl.log.AsOf(t, s.order.Head().Rev)
 		kl.mu.RUnlock()
 	}
 	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && t.Before(m.time)) {
-		return zero, false, keyErr("get", key, "as of", t, ErrCompacted)
+		return zero, false, keyErr("get", key, "as of", t, detail(ErrCompacted, "oldest readable revision is", s.oldestOf(kl)))
 	}
 	if st != revlog.Found || !e.Live(ttl.Nanos(t)) {
 		return zero, false, nil
@@ -214,6 +216,24 @@ func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 }
 
 // readErr is the error of GetAt(key, rev).
+// oldestOf returns the oldest revision at which a read of kl's key (nil:
+// a key not in the store) is not ErrCompacted: the last compaction, or the
+// key's oldest kept entry if its own history was trimmed above it (which
+// may be below Floor, a bound for every key). An error names it, so that a
+// caller knows what to ask for instead.
+func (s *state[V]) oldestOf(kl *keyLog[V]) int64 {
+	oldest := int64(1)
+	if m := s.compaction.Load(); m != nil {
+		oldest = max(oldest, m.rev)
+	}
+	if kl != nil {
+		kl.mu.RLock()
+		oldest = max(oldest, kl.log.Lo())
+		kl.mu.RUnlock()
+	}
+	return max(oldest, 1)
+}
+
 func readErr(key string, rev Revision, err error) error {
 	e := keyErr("get", key, "at", rev, err)
 	e.Rev = rev

@@ -52,7 +52,12 @@ func (s *state[V]) recover() (wal.Tail, error) {
 		// A whole record the store refuses (a value the codec cannot
 		// decode) is not damage to cut: a repair would throw away every
 		// later revision for a codec's mistake.
-		return wal.CutLog(d.fs, d.dir, c)
+		before := d.damagedFiles()
+		tail, err := wal.CutLog(d.fs, d.dir, c)
+		if err == nil {
+			d.repaired(c, s.order.Next(), before)
+		}
+		return tail, err
 	}
 	return tail, err
 }
@@ -61,6 +66,9 @@ func (s *state[V]) recover() (wal.Tail, error) {
 //
 //	revkv: open "db": corrupt data (db/0000000000000001.log at offset 1893: checksum mismatch)
 func corruption(c *wal.Corruption) error {
+	if c.Newer {
+		return detail(ErrNewerFormat, "", fmt.Sprintf("%s: %s", c.File, c.Why))
+	}
 	return detail(ErrCorrupt, "", fmt.Sprintf("%s at offset %d: %s", c.File, c.Offset, c.Why))
 }
 
@@ -272,7 +280,7 @@ func (ld *logLoader[V]) batch(l *logLoad[V], kind wal.Kind, p []byte) error {
 		return err
 	}
 	if t.Before(last.Time) {
-		return fmt.Errorf("revision %d at %v is before revision %d at %v", b[0].Rev, t, last.Rev, last.Time)
+		return fmt.Errorf("revision %d at %s is before revision %d at %s", b[0].Rev, t.Format(time.RFC3339Nano), last.Rev, last.Time.Format(time.RFC3339Nano))
 	}
 	lo := len(l.changes)
 	for i := range b {

@@ -32,8 +32,8 @@ import (
 // released. A write inside fn that fails (ErrInvalidTTL, ErrNotFound,
 // ErrNoTTL) writes nothing and leaves fn free to go on or give up.
 //
-// The Txn is valid only inside fn and only on fn's goroutine; its methods
-// return ErrClosed afterwards. fn must not call the store's own methods that
+// The Txn is valid only inside fn and only on fn's goroutine; its writes
+// return ErrTxnDone afterwards. fn must not call the store's own methods that
 // take the write lock (Put, Delete, Update, Len, Scan, At, Compact, ...):
 // that deadlocks, as it does in bbolt.
 func (s *Store[V]) Update(fn func(tx *Txn[V]) error) (Revision, error) {
@@ -97,7 +97,7 @@ func (s *state[V]) newTxnLocked() *Txn[V] {
 // txnBlock is how many Txn handles one allocation holds.
 const txnBlock = 64
 
-// endTxnLocked kills tx (its methods answer ErrClosed from now on) and
+// endTxnLocked kills tx (its writes answer ErrTxnDone from now on) and
 // empties the store's transaction buffer for the next Update, so that it
 // holds no value; a buffer grown past what is worth keeping is let go.
 func (s *state[V]) endTxnLocked(tx *Txn[V]) {
@@ -122,7 +122,7 @@ const maxSpare = 1024
 // It is a handle on the store's one transaction buffer (there is one
 // transaction at a time: it holds the write lock), so that an Update
 // allocates no more than the handle; a handle kept past its Update has
-// lost the buffer and answers ErrClosed.
+// lost the buffer and answers ErrTxnDone.
 type Txn[V any] struct {
 	b *txBuffer[V] // nil once fn returned
 }
@@ -311,7 +311,7 @@ func (t *Txn[V]) Persist(key string) error {
 
 func (t *Txn[V]) fail(op, key, arg string, val any, err error) error {
 	if t.b == nil {
-		err = ErrClosed
+		err = ErrTxnDone
 	}
 	return keyErr(op, key, arg, val, err)
 }
@@ -322,7 +322,7 @@ func (t *Txn[V]) fail(op, key, arg string, val any, err error) error {
 func (t *Txn[V]) write(op, key, arg string, val any, d expiry, w writeOp[V]) error {
 	tx := t.b
 	if tx == nil {
-		return t.fail(op, key, arg, val, ErrClosed)
+		return t.fail(op, key, arg, val, ErrTxnDone)
 	}
 	var expires int64
 	if d.set() {

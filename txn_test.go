@@ -191,6 +191,11 @@ func TestUpdateBadUse(t *testing.T) {
 	require.ErrorIs(t, kept.Delete("k"), revkv.ErrClosed)
 	require.ErrorIs(t, kept.Expire("k", time.Second), revkv.ErrClosed)
 	require.ErrorIs(t, kept.Persist("k"), revkv.ErrClosed)
+	// It says the transaction is over, not that the store is closed: the
+	// store is open.
+	require.ErrorIs(t, kept.Put("k", "x"), revkv.ErrTxnDone)
+	require.EqualError(t, kept.Put("k", "x"), `revkv: put "k": transaction is over: its Update has returned`)
+	require.NotContains(t, kept.Delete("k").Error(), "closed")
 	_, ok := kept.Get("k")
 	require.False(t, ok)
 	_, ok = kept.GetEntry("k")

@@ -243,12 +243,46 @@ func (s *state[V]) changesMerge(prefix string, from, to int64, yield func(Entry[
 		heap.Push(&cs, n)
 	}
 	if restart > 0 {
+		// The advice covers every key under the prefix, not only the one
+		// that noticed: a compaction while this ran may have taken more
+		// from another key, and a watch from restart must not fail again.
+		restart = max(restart, s.lostUnder(prefix, restart))
 		err := keyErr("changes under", prefix, "from", Revision(from), detail(ErrCompacted, "restart from revision", restart))
 		err.Rev = Revision(restart)
 		yield(Entry[V]{}, err)
 		return false
 	}
 	return true
+}
+
+// lostUnder returns the lowest revision from which changes under prefix
+// would find nothing lost, at least from: one past the highest revision
+// any key under prefix dropped, or a compaction removed. It costs O(keys
+// under the prefix), once, when a loss is reported.
+func (s *state[V]) lostUnder(prefix string, from int64) int64 {
+	restart := from
+	s.mu.Lock()
+	keys := s.tree.Clone()
+	if s.removedFloor >= restart {
+		restart = s.removedFloor + 1
+	}
+	for _, r := range s.removals {
+		if r.rev >= restart && strings.HasPrefix(r.key, prefix) {
+			restart = r.rev + 1
+		}
+	}
+	s.mu.Unlock()
+	keys.AscendGreaterOrEqual(&keyLog[V]{key: prefix}, func(kl *keyLog[V]) bool {
+		if !strings.HasPrefix(kl.key, prefix) {
+			return false
+		}
+		kl.mu.RLock()
+		dropped := kl.log.Dropped()
+		kl.mu.RUnlock()
+		restart = max(restart, dropped+1)
+		return true
+	})
+	return restart
 }
 
 // Watch yields, in revision order, every entry of every key with the

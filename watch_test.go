@@ -399,3 +399,32 @@ func watchRevs(s *revkv.Store[string], from revkv.Revision) ([]revkv.Revision, e
 	}
 	return revs, nil
 }
+
+// TestWatchAdviceCompactedWhileReading: a compaction while a watch reads
+// history, where the first key found short lost less than another key did
+// (m/a keeps its entry at 5, m/b loses 2, 4 and 6). The revision the error
+// names must be one a watch from does not fail at again, and not below
+// Floor (contract §8.2): the advice covers every key under the prefix, not
+// only the one that noticed.
+func TestWatchAdviceCompactedWhileReading(t *testing.T) {
+	s := revkv.New[string]()
+	defer s.Close()
+	for _, k := range []string{"m/a", "m/b", "m/a", "m/b", "m/a", "m/b", "m/b"} { // revisions 1..7
+		_, err := s.Put(k, "v")
+		require.NoError(t, err)
+	}
+	var oe *revkv.OpError
+	for e, err := range s.Watch(context.Background(), "m/", 1) {
+		if err != nil {
+			require.ErrorAs(t, err, &oe)
+			break
+		}
+		if e.Rev == 1 {
+			require.NoError(t, s.Compact(7))
+		}
+	}
+	require.NotNil(t, oe, "the watch reported no loss")
+	require.ErrorIs(t, oe, revkv.ErrCompacted)
+	require.GreaterOrEqual(t, oe.Rev, s.Floor(), "%v: the advice is below Floor", oe)
+	require.NoError(t, watchToHead(s, oe.Rev), "%v; again from the revision it named", oe)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/revkv/revkv"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -61,7 +62,14 @@ func etcdErr(ctx context.Context, err error) error {
 	return fmt.Errorf("etcd: %w", err)
 }
 
-// detail adds why to a sentinel, keeping it for errors.Is.
+// detail adds why to a sentinel, keeping it for errors.Is. A time among
+// args is shown as the root package shows one: RFC 3339 with its
+// nanoseconds and offset, without the monotonic clock reading.
 func detail(err error, format string, args ...any) error {
+	for i, a := range args {
+		if t, ok := a.(time.Time); ok {
+			args[i] = t.Round(0).Format(time.RFC3339Nano)
+		}
+	}
 	return fmt.Errorf("%w (%s)", err, fmt.Sprintf(format, args...))
 }

@@ -63,6 +63,9 @@ type Corruption struct {
 	// value the codec cannot decode, revisions out of order): only the
 	// first is damage a repair may cut away.
 	Frame bool
+	// Newer is true when the file is of a newer format than this build
+	// reads (its header says so, with its check): not damage.
+	Newer bool
 }
 
 func (c *Corruption) Error() string {
@@ -174,7 +177,7 @@ func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte
 		return 0, len(h) > 0, nil
 	}
 	if err := checkHeader(fr.available(), magicLog); err != nil {
-		return 0, false, &Corruption{File: name, Offset: 0, Why: err.Error()}
+		return 0, false, headerCorruption(name, err)
 	}
 	fr.skip(headerSize)
 	for {

@@ -13,8 +13,14 @@
 //	payload length bytes
 //
 // A file starts with a 16-byte header: an 8-byte magic ("revkvlog" or
-// "revkvsnp"), the format version (uint32) and 4 zero bytes. A file of a
-// version this package does not know is ErrCorrupt, naming the version.
+// "revkvsnp"), the format version (uint32) and a check of it (uint32): 0
+// for version 1, the version's bitwise complement for every later one. The
+// check tells a newer format from damage: a header whose version is above
+// Version and whose check matches it is a newer revkv's (ErrCorrupt, saying
+// so: read it with that revkv); any other header that is not this
+// version's, a flipped bit in the version included, is a damaged header,
+// and a file whose magic is not ours in most of its bytes is not a revkv
+// file at all.
 //
 // # Torn or damaged
 //
@@ -89,22 +95,61 @@ func fileHeader(magic string) []byte {
 	h := make([]byte, headerSize)
 	copy(h, magic)
 	binary.LittleEndian.PutUint32(h[8:], Version)
+	binary.LittleEndian.PutUint32(h[12:], headerCheck(Version))
 	return h
 }
 
+// newerFormat is checkHeader's error for a file of a newer format: not
+// damage, and Corruption.Newer says so.
+type newerFormat struct{ v uint32 }
+
+func (e *newerFormat) Error() string {
+	return fmt.Sprintf("format version %d, written by a newer revkv: this build reads version %d; open it with a revkv that reads version %d", e.v, Version, e.v)
+}
+
+// headerCorruption is the Corruption of a file whose header checkHeader
+// refused with err.
+func headerCorruption(name string, err error) *Corruption {
+	var n *newerFormat
+	return &Corruption{File: name, Offset: 0, Why: err.Error(), Newer: errors.As(err, &n)}
+}
+
+// headerCheck is the check a header of version v carries after it.
+func headerCheck(v uint32) uint32 {
+	if v == 1 {
+		return 0
+	}
+	return ^v
+}
+
 // checkHeader reports whether h is a header of the given magic and of this
-// version, with an error saying what is wrong.
+// version, with an error saying what is wrong: not a revkv file, a newer
+// revkv's format, or a damaged header (see the package doc).
 func checkHeader(h []byte, magic string) error {
-	if len(h) < headerSize || string(h[:8]) != magic {
-		return fmt.Errorf("not a revkv %s file", map[string]string{magicLog: "log", magicSnap: "snapshot"}[magic])
+	what := map[string]string{magicLog: "log", magicSnap: "snapshot"}[magic]
+	if len(h) < headerSize {
+		return fmt.Errorf("not a revkv %s file (%d bytes, shorter than a header)", what, len(h))
 	}
-	if v := binary.LittleEndian.Uint32(h[8:]); v != Version {
-		return fmt.Errorf("format version %d, this build reads %d", v, Version)
+	if m := string(h[:8]); m != magic {
+		same := 0
+		for i := range 8 {
+			if m[i] == magic[i] {
+				same++
+			}
+		}
+		if same < 6 {
+			return fmt.Errorf("not a revkv %s file", what)
+		}
+		return fmt.Errorf("damaged header: its magic number reads %q, not %q", m, magic)
 	}
-	if binary.LittleEndian.Uint32(h[12:]) != 0 {
-		return errors.New("damaged header")
+	v, check := binary.LittleEndian.Uint32(h[8:]), binary.LittleEndian.Uint32(h[12:])
+	switch {
+	case v == Version && check == headerCheck(v):
+		return nil
+	case v > Version && check == headerCheck(v):
+		return &newerFormat{v}
 	}
-	return nil
+	return fmt.Errorf("damaged header: its format version reads %d with check %#x, which no revkv writes (this build reads version %d)", v, check, Version)
 }
 
 // appendFrame appends a record of kind with payload to dst.

@@ -124,7 +124,7 @@ func ReadSnapshot(fs vfs.FS, dir string, rev int64, fn func(kind Kind, payload [
 		return readErr(err)
 	}
 	if err := checkHeader(fr.available(), magicSnap); err != nil {
-		return &Corruption{File: name, Offset: 0, Why: err.Error()}
+		return headerCorruption(name, err)
 	}
 	fr.skip(headerSize)
 	n := uint64(0)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,8 +198,11 @@ func TestDamageIsCorrupt(t *testing.T) {
 		want string
 	}{
 		{"payload byte of the first record", 0, headerSize + frameSize + 2, "checksum mismatch"},
-		{"magic", 1, 0, "not a revkv log file"},
-		{"version", 0, 8, "format version"},
+		{"magic", 1, 0, "damaged header: its magic number reads \"2evkvlog\""},
+		{"version", 0, 8, "damaged header: its format version reads 65"},
+		{"version's high byte", 0, 10, "damaged header: its format version reads 4194305"},
+		{"check", 0, 13, "damaged header"},
+		{"magic, one byte", 0, 3, "damaged header: its magic number reads"},
 		{"checksum of a middle record in the last segment", -1, headerSize + 5, "checksum mismatch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -516,4 +520,38 @@ func TestKeyFlags(t *testing.T) {
 	p := AppendKey(nil, &Key{Key: "e", Entries: []Entry{{Key: "e", Op: 1, Rev: 1, Value: []byte{}}}})
 	p[2] = 4 // the flags byte, after the key's length and its one byte
 	require.Error(t, DecodeKeyInto(&Key{}, p), "an unknown flag")
+}
+
+// TestHeaderTellsDamageFromNewer: a header of a newer format (its version
+// above this build's, its check matching) says so; a flipped bit in the
+// version or the check is a damaged header, never "upgrade"; bytes that
+// are not our magic are not a revkv file.
+func TestHeaderTellsDamageFromNewer(t *testing.T) {
+	header := func(v, check uint32) []byte {
+		h := []byte(magicLog + "\x00\x00\x00\x00\x00\x00\x00\x00")
+		binary.LittleEndian.PutUint32(h[8:], v)
+		binary.LittleEndian.PutUint32(h[12:], check)
+		return h
+	}
+	require.NoError(t, checkHeader(fileHeader(magicLog), magicLog))
+	require.NoError(t, checkHeader(header(1, 0), magicLog))
+	for _, tc := range []struct {
+		name string
+		h    []byte
+		want string
+	}{
+		{"newer", header(2, ^uint32(2)), "format version 2, written by a newer revkv: this build reads version 1"},
+		{"bit in the version", header(65537, 0), "damaged header: its format version reads 65537"},
+		{"bit in the check", header(1, 4), "damaged header"},
+		{"newer without its check", header(2, 0), "damaged header"},
+		{"zero", header(0, 0), "damaged header"},
+		{"text", []byte("hello, world, this is text"), "not a revkv log file"},
+		{"short", []byte("revkv"), "not a revkv log file (5 bytes, shorter than a header)"},
+	} {
+		err := checkHeader(tc.h, magicLog)
+		require.ErrorContains(t, err, tc.want, tc.name)
+		if !strings.Contains(tc.want, "newer") {
+			require.NotContains(t, err.Error(), "newer", tc.name)
+		}
+	}
 }

@@ -33,9 +33,12 @@ func TestAnnotateAndDigest(t *testing.T) {
 	require.Len(t, h, 3)
 	notes := []any{}
 	for _, e := range h {
-		require.Len(t, e, 6)
-		notes = append(notes, e.([]any)[5])
+		require.Len(t, e, 7)
+		notes = append(notes, e.([]any)[6])
 	}
+	ch := do(c, "revkv.changes", 2, 3).([]any)
+	require.Equal(t, []any{"who", "ana", "why", "raise the limit"}, ch[0].([]any)[6], "CHANGES carries the annotations too")
+	require.Equal(t, []any{"who", "ana", "why", "raise the limit"}, ch[1].([]any)[6])
 	require.Equal(t, []any{[]any{}, []any{"who", "ana", "why", "raise the limit"}, []any{}}, notes)
 	got, err := store.Annotations(3)
 	require.NoError(t, err)

@@ -175,6 +175,8 @@ var edgeSteps = []struct {
 	{[]any{"scan", "0", "count"}, "error: ERR syntax error"},
 	{[]any{"scan", "0", "bogus", "1"}, "error: ERR syntax error"},
 	{[]any{"flushall"}, "OK"},
+	{[]any{"scan", "-1"}, []any{"0", []any{}}}, // Redis scans on from it
+	{[]any{"scan", "18446744073709551615", "count", "1"}, []any{"0", []any{}}},
 	{[]any{"set", "s", "v"}, "OK"},
 	{[]any{"scan", "0", "count", "9223372036854775807"}, []any{"0", []any{"s"}}},
 	{[]any{"scan", "", "count", "2147483648"}, []any{"0", []any{"s"}}},

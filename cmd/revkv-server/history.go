@@ -20,7 +20,7 @@ func init() {
 		&command{name: "revkv.getat", arity: 3, conn: cmdGetAt},
 		&command{name: "revkv.getasof", arity: 3, conn: cmdGetAsOf},
 		&command{name: "revkv.history", arity: -2, conn: cmdHistory},
-		&command{name: "revkv.changes", arity: 4, conn: cmdChanges},
+		&command{name: "revkv.changes", arity: -3, conn: cmdChanges},
 		&command{name: "revkv.diff", arity: -3, conn: cmdDiff},
 		&command{name: "revkv.compact", arity: 2, conn: cmdCompact},
 		&command{name: "revkv.watch", arity: 3, conn: cmdWatchPrefix},
@@ -41,10 +41,20 @@ func historyError(err error) string {
 	return "ERR " + msg
 }
 
+// errRevision answers a revision that is not a whole number, 0 or more,
+// as the tool refuses it.
+const errRevision = "ERR revision is not a whole number, 0 or more"
+
+// revArg parses a revision: a whole number, 0 or more. A bad one is
+// answered and ok is false.
 func revArg(c *client, b []byte) (revkv.Revision, bool) {
 	n, ok := parseInt(b)
-	if !ok {
+	switch {
+	case !ok:
 		c.w.Error(errNotInt)
+	case n < 0:
+		c.w.Error(errRevision)
+		ok = false
 	}
 	return revkv.Revision(n), ok
 }
@@ -88,42 +98,67 @@ func getReply(c *client, v []byte, found bool, err error) {
 	}
 }
 
-// entry writes an entry as an array: rev, op, time (Unix ms), value (nil
-// unless a put), expires-at (Unix ms, nil without TTL), and the key when
-// withKey.
-func entry(c *client, e revkv.Entry[[]byte], withKey bool) {
-	n := 5
-	if withKey {
-		n = 6
-	}
-	c.w.Array(n)
-	entryFields(c, e, withKey)
+// entryLen is how many elements an entry has in every REVKV reply that
+// holds entries (HISTORY, CHANGES, DIFF, WATCH): key, op, revision, time
+// (Unix ms), expires-at (Unix ms, nil without a TTL), value (nil unless a
+// put), and the revision's annotations (a flat array of key, value pairs
+// in key order; empty for none).
+const entryLen = 7
+
+// notesOf reads revisions' annotations for entries, remembering the last
+// revision's: an Update's revisions come together.
+type notesOf struct {
+	store *revkv.Store[[]byte]
+	rev   revkv.Revision
+	flat  []string
 }
 
-// entryFields writes the elements of entry's array.
-func entryFields(c *client, e revkv.Entry[[]byte], withKey bool) {
-	c.w.Int(int64(e.Rev))
-	c.w.BulkString(e.Op.String())
-	c.w.Int(e.Time.UnixMilli())
-	if e.Op == revkv.OpPut {
-		c.w.Bulk(e.Value)
-	} else {
-		c.w.Null()
+// get returns rev's annotations as key, value pairs in key order. A
+// revision whose annotations are gone (trimmed since its entry was read)
+// or a store that keeps none has none to show.
+func (n *notesOf) get(rev revkv.Revision) []string {
+	if rev == n.rev && rev != 0 {
+		return n.flat
 	}
+	notes, _ := n.store.Annotations(rev)
+	keys := make([]string, 0, len(notes))
+	for k := range notes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	n.rev, n.flat = rev, n.flat[:0]
+	for _, k := range keys {
+		n.flat = append(n.flat, k, notes[k])
+	}
+	return n.flat
+}
+
+// entry writes e in the one entry shape (see entryLen).
+func entry(c *client, e revkv.Entry[[]byte], notes *notesOf) {
+	c.w.Array(entryLen)
+	c.w.BulkString(e.Key)
+	c.w.BulkString(e.Op.String())
+	c.w.Int(int64(e.Rev))
+	c.w.Int(e.Time.UnixMilli())
 	if e.ExpiresAt.IsZero() {
 		c.w.Null()
 	} else {
 		c.w.Int(e.ExpiresAt.UnixMilli())
 	}
-	if withKey {
-		c.w.BulkString(e.Key)
+	if e.Op == revkv.OpPut {
+		c.w.Bulk(e.Value)
+	} else {
+		c.w.Null()
+	}
+	flat := notes.get(e.Rev)
+	c.w.Array(len(flat))
+	for _, x := range flat {
+		c.w.BulkString(x)
 	}
 }
 
 // cmdHistory: REVKV.HISTORY key [COUNT n] — the key's kept entries, oldest
-// first; with COUNT, the newest n of them. Each entry is as entry writes
-// it, and a sixth element: its revision's annotations, a flat array of
-// key, value pairs in key order (empty for a revision without any).
+// first; with COUNT, the newest n of them; each an entry (see entryLen).
 func cmdHistory(s *server, c *client, a [][]byte) {
 	count := int64(-1)
 	if len(a) == 4 && strings.EqualFold(string(a[2]), "COUNT") {
@@ -141,22 +176,7 @@ func cmdHistory(s *server, c *client, a [][]byte) {
 	if count >= 0 && int64(len(es)) > count {
 		es = es[int64(len(es))-count:]
 	}
-	c.w.Array(len(es))
-	for _, e := range es {
-		notes, _ := s.store.Annotations(e.Rev) // kept: History has it
-		keys := make([]string, 0, len(notes))
-		for k := range notes {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		c.w.Array(6)
-		entryFields(c, e, false)
-		c.w.Array(2 * len(keys))
-		for _, k := range keys {
-			c.w.BulkString(k)
-			c.w.BulkString(notes[k])
-		}
-	}
+	entries(c, s, es)
 }
 
 // cmdDigest: REVKV.DIGEST [rev] — [revision, digest in hex] of the hash
@@ -203,23 +223,33 @@ func cmdAnnotateAlone(_ *server, c *client, _ [][]byte) {
 }
 
 // entries writes es as an array of entries.
-func entries(c *client, es []revkv.Entry[[]byte], withKey bool) {
+func entries(c *client, s *server, es []revkv.Entry[[]byte]) {
+	notes := &notesOf{store: s.store}
 	c.w.Array(len(es))
 	for _, e := range es {
-		entry(c, e, withKey)
+		entry(c, e, notes)
 	}
 }
 
-// cmdChanges: REVKV.CHANGES prefix from to — every entry of the prefix's
-// keys with from <= rev <= to, in revision order, each with its key last.
+// cmdChanges: REVKV.CHANGES from to [prefix] — every entry of the prefix's
+// keys with from <= rev <= to, in revision order. Its range is DIFF's:
+// from, to, then the prefix.
 func cmdChanges(s *server, c *client, a [][]byte) {
-	from, to, ok := revRange(c, a[2], a[3])
+	if len(a) > 4 {
+		c.w.Error(errSyntax)
+		return
+	}
+	from, to, ok := revRange(c, a[1], a[2])
 	if !ok {
 		return
 	}
+	prefix := ""
+	if len(a) == 4 {
+		prefix = string(a[3])
+	}
 	mark := c.w.Len()
 	var es []revkv.Entry[[]byte]
-	for e, err := range s.store.Changes(string(a[1]), from, to) {
+	for e, err := range s.store.Changes(prefix, from, to) {
 		if err != nil {
 			c.w.Truncate(mark)
 			c.w.Error(historyError(err))
@@ -227,13 +257,13 @@ func cmdChanges(s *server, c *client, a [][]byte) {
 		}
 		es = append(es, e)
 	}
-	entries(c, es, true)
+	entries(c, s, es)
 }
 
 // cmdDiff: REVKV.DIFF from to [prefix] — every key of the prefix whose
-// live value at to is not the one at from, in key order: an array of
-// [key, before, after] with each an entry as REVKV.HISTORY gives it, or
-// nil where the key was absent.
+// live entry at to is not the one at from, in key order: an array of
+// [key, before, after] with each an entry (see entryLen), or nil where
+// the key was absent.
 func cmdDiff(s *server, c *client, a [][]byte) {
 	if len(a) > 4 {
 		c.w.Error(errSyntax)
@@ -255,6 +285,7 @@ func cmdDiff(s *server, c *client, a [][]byte) {
 		}
 		ds = append(ds, d)
 	}
+	notes := &notesOf{store: s.store}
 	c.w.Array(len(ds))
 	for _, d := range ds {
 		c.w.Array(3)
@@ -263,7 +294,7 @@ func cmdDiff(s *server, c *client, a [][]byte) {
 			if e.Rev == 0 {
 				c.w.Null()
 			} else {
-				entry(c, e, false)
+				entry(c, e, notes)
 			}
 		}
 	}
@@ -283,7 +314,7 @@ func cmdCompact(s *server, c *client, a [][]byte) {
 
 // cmdWatchPrefix: REVKV.WATCH prefix from. The connection becomes the
 // watch's: it receives +OK, then each entry as a push-style array
-// ["entry", prefix, <entry with key>] as it happens, from revision from
+// ["entry", prefix, <entry>] (see entryLen) as it happens, from revision from
 // (0: from the next one). It ends, and the connection closes, when the
 // client closes it or sends anything, when the server shuts down, or with
 // an error reply (-COMPACTED: history was trimmed past it).
@@ -309,6 +340,7 @@ func cmdWatchPrefix(s *server, c *client, a [][]byte) {
 		cancel()
 	}()
 	prefix := string(a[1])
+	notes := &notesOf{store: s.store}
 	for e, err := range s.store.Watch(ctx, prefix, from) {
 		if err != nil {
 			if ctx.Err() == nil {
@@ -319,7 +351,7 @@ func cmdWatchPrefix(s *server, c *client, a [][]byte) {
 		c.w.Array(3)
 		c.w.BulkString("entry")
 		c.w.BulkString(prefix)
-		entry(c, e, true)
+		entry(c, e, notes)
 		if err := c.w.Flush(); err != nil {
 			return
 		}

@@ -290,6 +290,13 @@ func (cs *cursors) put(after string) uint64 {
 	return id
 }
 
+// handedOut reports whether id is a cursor put returned, remembered or not.
+func (cs *cursors) handedOut(id uint64) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return id > 0 && id < cs.next
+}
+
 func (cs *cursors) get(id uint64) (string, bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -335,19 +342,30 @@ func cmdScan(c *client, r reader, a [][]byte) {
 			return
 		}
 	}
-	after := ""
-	if id != 0 {
+	// A cursor it did not hand out is scanned from, as Redis scans from
+	// any number, never refused: one above every cursor handed out (-1,
+	// which is 2^64-1, among them) ends the scan, as Redis's -1 does (its
+	// reverse-binary walk wraps to 0 after one bucket); one handed out and
+	// since forgotten (the table keeps the newest) starts again from the
+	// first key, so that every key is still returned at least once.
+	after, from := "", id != 0
+	if from {
 		var ok bool
 		if after, ok = s.cursors.get(id); !ok {
-			c.w.Error("ERR invalid cursor")
-			return
+			if !s.cursors.handedOut(id) {
+				c.w.Array(2)
+				c.w.BulkString("0")
+				c.w.Array(0)
+				return
+			}
+			from = false
 		}
 	}
 	var keys []string
 	last, more := "", false
 	seen := int64(0)
 	for _, k := range r.Keys("") {
-		if id != 0 && k <= after {
+		if from && k <= after {
 			continue
 		}
 		if seen == count {
@@ -373,7 +391,7 @@ func cmdScan(c *client, r reader, a [][]byte) {
 }
 
 // scanCursor reads a cursor as Redis 7.0 does (strtoul): "" is 0, a sign
-// may lead and a minus wraps (-1 is 2^64-1, a cursor never handed out);
+// may lead and a minus wraps (-1 is 2^64-1);
 // spaces, other bytes and what is past 2^64-1 are not cursors.
 func scanCursor(b []byte) (uint64, bool) {
 	if len(b) == 0 {

@@ -15,8 +15,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -36,26 +38,34 @@ var pid = os.Getpid()
 func main() {
 	var (
 		cfg         config
-		dir         = flag.String("dir", "", "keep the store in this directory (default: in memory)")
-		syncMode    = flag.String("sync", "always", "with --dir: always, interval (every second) or never")
-		maxHistory  = flag.Int("max-history", 0, "keep at most this many entries per key (0: all)")
-		retention   = flag.Duration("retention", 0, "forget history older than this (0: keep)")
-		expiryEvery = flag.Duration("expiry-interval", 100*time.Millisecond, "how often expiries due are written (0: only on writes)")
-		showVersion = flag.Bool("version", false, "print the version and exit")
-		logLevel    = flag.String("log-level", "info", "debug, info, warn or error")
-		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		fs          = flag.NewFlagSet("revkv-server", flag.ContinueOnError)
+		dir         = fs.String("dir", "", "keep the store in directory `DIR` (default: in memory)")
+		syncMode    = fs.String("sync", "always", "with --dir, when a write is synced: `MODE` always, interval (every second) or never")
+		maxHistory  = fs.Int("max-history", 0, "keep at most `N` entries per key (0: all)")
+		retention   = fs.Duration("retention", 0, "forget history older than `DURATION` (0: keep it all)")
+		expiryEvery = fs.Duration("expiry-interval", 100*time.Millisecond, "write the expiries due every `DURATION` (0: only on writes)")
+		showVersion = fs.Bool("version", false, "print the version and exit")
+		logLevel    = fs.String("log-level", "info", "log at `LEVEL`: debug, info, warn or error")
+		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
 	)
-	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:6380", "address to listen on")
-	flag.StringVar(&cfg.requirepass, "requirepass", "", "password clients must AUTH with (default: none)")
-	flag.IntVar(&cfg.maxClients, "max-clients", 10000, "connections served at once (0: no limit)")
-	flag.Int64Var(&cfg.maxValue, "max-value", 512<<20, "largest bulk string a client may send, in bytes")
-	flag.Parse()
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:6380", "listen on `HOST:PORT`")
+	fs.StringVar(&cfg.requirepass, "requirepass", "", "clients must AUTH with `PASSWORD` (default: no password)")
+	fs.IntVar(&cfg.maxClients, "max-clients", 10000, "serve at most `N` connections at once (0: no limit)")
+	fs.Int64Var(&cfg.maxValue, "max-value", 512<<20, "the largest bulk string a client may send, in `BYTES` (Redis's proto-max-bulk-len)")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(os.Stdout, fs)
+			return
+		}
+		fatal("%v (see 'revkv-server --help')", err)
+	}
 	if *showVersion {
 		fmt.Println("revkv-server", version)
 		return
 	}
-	if flag.NArg() > 0 {
-		fatal("unexpected argument %q", flag.Arg(0))
+	if fs.NArg() > 0 {
+		fatal("unexpected argument %q (see 'revkv-server --help')", fs.Arg(0))
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -77,14 +87,9 @@ func main() {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	var store *revkv.Store[[]byte]
-	if *dir != "" {
-		store, err = revkv.Open(*dir, revkv.BytesCodec(), opts...)
-		if err != nil {
-			fatal("%v", err)
-		}
-	} else {
-		store = revkv.New[[]byte](opts...)
+	store, err := openStore(*dir, opts, log)
+	if err != nil {
+		fatal("%v", err)
 	}
 	ln, err := listen(cfg.addr)
 	if err != nil {
@@ -94,7 +99,11 @@ func main() {
 	s := newServer(store, cfg, log)
 	s.dir = *dir
 	s.addr = ln.Addr()
-	log.Info("revkv-server ready", "addr", ln.Addr().String(), "dir", *dir, "sync", *syncMode, "version", version)
+	if *dir != "" {
+		log.Info("revkv-server ready", "addr", ln.Addr().String(), "dir", *dir, "sync", *syncMode, "version", version)
+	} else { // nothing to sync
+		log.Info("revkv-server ready", "addr", ln.Addr().String(), "store", "in memory", "version", version)
+	}
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -112,6 +121,62 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("stopped", "rev", store.Rev())
+}
+
+// openStore opens the store: on dir, or in memory if dir is empty. Bytes
+// of the log that were not whole records (a torn tail Open cut) are logged
+// at WARN: nothing is passed over in silence.
+func openStore(dir string, opts []revkv.Option, log *slog.Logger) (*revkv.Store[[]byte], error) {
+	if dir == "" {
+		return revkv.New[[]byte](opts...), nil
+	}
+	store, err := revkv.Open(dir, revkv.BytesCodec(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := store.Recovery(); ok {
+		log.Warn("the log held bytes that are not whole records: "+r.String(),
+			"file", r.File, "offset", r.Offset, "bytes", r.Bytes, "from_rev", int64(r.Rev), "reads_to", int64(r.Reads), "cut", r.Cut)
+	}
+	return store, nil
+}
+
+// usage is --help: what the server is, its flags and an example.
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `revkv-server serves a revkv store over the Redis protocol: redis-cli and
+every Redis client read and write it, with Redis's commands for strings,
+expiry and transactions, and REVKV.* commands for its history.
+
+Usage: revkv-server [flags]
+
+Flags:
+`)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, help := flag.UnquoteUsage(f)
+		arg := "--" + f.Name
+		if name != "" {
+			arg += " " + name
+		}
+		def := ""
+		switch f.DefValue {
+		case "", "0", "0s", "false":
+		default:
+			def = " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(w, "  %-27s %s%s\n", arg, help, def)
+	})
+	fmt.Fprint(w, `
+SIGINT and SIGTERM stop accepting connections, finish the commands each
+client sent, and close the store. With --dir, bytes at the end of the log
+that are not whole records (a torn write) are cut at startup and logged at
+WARN.
+
+Examples:
+  revkv-server                                 # in memory, 127.0.0.1:6380
+  revkv-server --dir data --sync always        # on a directory
+  redis-cli -p 6380 set greeting hello
+  redis-cli -p 6380 revkv.history greeting
+`)
 }
 
 // storeOptions turns the flags into the store's options, refusing values

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/revkv/revkv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -99,7 +100,7 @@ func TestDurableServer(t *testing.T) {
 	ttl := do(c, "ttl", "cfg").(int64)
 	require.True(t, ttl > 990 && ttl <= 1000, "the TTL survives: %d", ttl)
 	h := do(c, "revkv.history", "a").([]any)
-	require.Equal(t, int64(3), h[0].([]any)[0])
+	require.Equal(t, int64(3), h[0].([]any)[2])
 
 	// SIGKILL during writes from 8 clients.
 	acked := make([]int, 8)
@@ -154,9 +155,107 @@ func TestFlags(t *testing.T) {
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	require.NoError(t, err)
 	require.Equal(t, "revkv-server "+version+"\n", string(out))
-	for _, args := range [][]string{{"--sync", "sometimes"}, {"--max-history", "-1"}, {"extra"}, {"--addr", "256.0.0.1:1"}} {
+	for _, args := range [][]string{{"--sync", "sometimes"}, {"--max-history", "-1"}, {"extra"}, {"--addr", "256.0.0.1:1"}, {"--dir", "/dev/null"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		require.Error(t, err, "%v", args)
 		require.True(t, strings.HasPrefix(string(out), "revkv-server: "), "%v: %s", args, out)
+		require.NotContains(t, string(out), "revkv: ", "%v: one prefix", args)
+		require.Equal(t, 1, strings.Count(string(out), "\n"), "%v: one line", args)
 	}
+}
+
+// TestHelp: --help is the server's usage, on stdout with status 0: what
+// it is, every flag with its argument and default, and examples (issue
+// 35, item 12).
+func TestHelp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary: run without -short")
+	}
+	bin, err := buildServer()
+	require.NoError(t, err)
+	for _, arg := range []string{"--help", "-h"} {
+		cmd := exec.Command(bin, arg)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, arg)
+		require.Empty(t, stderr.String())
+		require.Contains(t, string(out), "revkv-server serves a revkv store over the Redis protocol")
+		require.Contains(t, string(out), "Usage: revkv-server [flags]")
+		for _, f := range []string{"--addr HOST:PORT", "--dir DIR", "--sync MODE", "--max-history N", "--retention DURATION",
+			"--expiry-interval DURATION", "--requirepass PASSWORD", "--max-clients N", "--max-value BYTES", "--log-level LEVEL",
+			"--cpuprofile FILE", "--version"} {
+			require.Contains(t, string(out), "\n  "+f+" ", "%s lists %s", arg, f)
+		}
+		require.Contains(t, string(out), "Examples:\n")
+	}
+}
+
+// startLog starts the binary with args and returns the first lines it
+// logs, up to and including the one containing until.
+func startLog(t *testing.T, until string, args ...string) []string {
+	bin, err := buildServer()
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, append([]string{"--addr", addr}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	var lines []string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), until) {
+			return lines
+		}
+	}
+	t.Fatalf("the server did not log %q: %q", until, lines)
+	return nil
+}
+
+// TestStartupLog: an in-memory server logs no sync mode (it syncs
+// nothing); a server on a directory whose log ends in bytes that are not
+// whole records logs them at WARN before it is ready, with the file, the
+// offset, their size and the first revision they could have held (issue
+// 35, items 1 and 12).
+func TestStartupLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary: run without -short")
+	}
+	lines := startLog(t, "ready")
+	require.Len(t, lines, 1)
+	require.NotContains(t, lines[0], "sync=")
+	require.Contains(t, lines[0], `store="in memory"`)
+
+	dir := t.TempDir()
+	s, err := revkv.Open(dir, revkv.BytesCodec())
+	require.NoError(t, err)
+	for range 10 {
+		_, err := s.Put("k", []byte("a value"))
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(logs[0])
+	require.NoError(t, err)
+	b[len(b)-3] ^= 0x10
+	require.NoError(t, os.WriteFile(logs[0], b, 0o644))
+
+	lines = startLog(t, "ready", "--dir", dir)
+	require.Len(t, lines, 2, "a WARN, then ready")
+	require.Contains(t, lines[0], "level=WARN")
+	require.Contains(t, lines[0], "file="+logs[0])
+	require.Contains(t, lines[0], "from_rev=10")
+	require.Contains(t, lines[0], "reads_to=10")
+	require.Contains(t, lines[0], "cut=true")
+	require.Regexp(t, `offset=\d+ bytes=\d+`, lines[0])
+	require.Contains(t, lines[1], "sync=always")
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -264,6 +265,7 @@ func listen(addr string) (net.Listener, error) {
 
 // fatal prints an error and exits: flag and startup errors.
 func fatal(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "revkv-server: "+format+"\n", args...)
+	// One prefix: the store's errors say "revkv:" for when they stand alone.
+	fmt.Fprintf(os.Stderr, "revkv-server: %s\n", strings.TrimPrefix(fmt.Sprintf(format, args...), "revkv: "))
 	os.Exit(2)
 }

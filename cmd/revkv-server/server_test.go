@@ -253,23 +253,35 @@ func TestHistoryCommands(t *testing.T) {
 	require.Equal(t, "error: FUTUREREV revkv: get \"cfg/a\" at 9: required revision is a future revision (latest is 4)", do(c, "revkv.getat", "cfg/a", 9))
 	h := do(c, "revkv.history", "cfg/b").([]any)
 	require.Len(t, h, 2)
-	require.Equal(t, int64(3), h[0].([]any)[0])
+	for _, e := range h {
+		require.Len(t, e, 7, "key, op, rev, time, expires-at, value, annotations")
+	}
+	require.Equal(t, "cfg/b", h[0].([]any)[0])
 	require.Equal(t, "put", h[0].([]any)[1])
-	require.Equal(t, "x", h[0].([]any)[3])
+	require.Equal(t, int64(3), h[0].([]any)[2])
 	require.NotNil(t, h[0].([]any)[4], "expires-at")
+	require.Equal(t, "x", h[0].([]any)[5])
+	require.Equal(t, []any{}, h[0].([]any)[6])
 	require.Equal(t, "delete", h[1].([]any)[1])
 	require.Len(t, do(c, "revkv.history", "cfg/a", "count", 1), 1)
-	ch := do(c, "revkv.changes", "cfg/", 2, 4).([]any)
+	ch := do(c, "revkv.changes", 2, 4, "cfg/").([]any)
 	require.Len(t, ch, 3)
-	require.Equal(t, "cfg/b", ch[2].([]any)[5])
+	require.Equal(t, []any{"cfg/b", "delete", int64(4)}, ch[2].([]any)[:3])
+	require.Len(t, ch[2], 7, "CHANGES's entries are HISTORY's")
+	require.Len(t, do(c, "revkv.changes", 1, 4), 4, "every key without a prefix")
+	require.Equal(t, "error: ERR syntax error", do(c, "revkv.changes", 1, 2, "a", "b"))
+	require.Equal(t, "error: ERR value is not an integer or out of range", do(c, "revkv.changes", "cfg/", 2, 4), "from, to, then the prefix, as DIFF")
+	require.Equal(t, "error: ERR revision is not a whole number, 0 or more", do(c, "revkv.getat", "cfg/a", -1))
+	require.Equal(t, "error: ERR revision is not a whole number, 0 or more", do(c, "revkv.diff", -1, 2))
 	time.Sleep(5 * time.Millisecond) // a millisecond after the writes, before now
 	now := time.Now().UnixMilli() - 1
 	require.Equal(t, "2", do(c, "revkv.getasof", "cfg/a", now))
 	d := do(c, "revkv.diff", 1, 4, "cfg/").([]any)
 	require.Len(t, d, 1, "cfg/b came and went: absent at both")
 	require.Equal(t, "cfg/a", d[0].([]any)[0])
-	require.Equal(t, "1", d[0].([]any)[1].([]any)[3])
-	require.Equal(t, "2", d[0].([]any)[2].([]any)[3])
+	require.Len(t, d[0].([]any)[1], 7, "DIFF's entries are HISTORY's")
+	require.Equal(t, "1", d[0].([]any)[1].([]any)[5])
+	require.Equal(t, "2", d[0].([]any)[2].([]any)[5])
 	d = do(c, "revkv.diff", 2, 3).([]any)
 	require.Len(t, d, 1)
 	require.Nil(t, d[0].([]any)[1], "cfg/b absent at 2")
@@ -278,8 +290,9 @@ func TestHistoryCommands(t *testing.T) {
 	require.Equal(t, "OK", do(c, "revkv.compact", 3))
 	require.Equal(t, int64(3), do(c, "revkv.floor"))
 	got := do(c, "revkv.getat", "cfg/a", 1).(string)
-	require.True(t, strings.HasPrefix(got, "error: COMPACTED "), got)
-	got = do(c, "revkv.changes", "cfg/", 1, 4).(string)
+	require.Equal(t, `error: COMPACTED revkv: get "cfg/a" at 1: required revision has been compacted (oldest readable is 3)`, got, "it names the oldest to ask for")
+	require.Equal(t, "2", do(c, "revkv.getat", "cfg/a", 3))
+	got = do(c, "revkv.changes", 1, 4, "cfg/").(string)
 	require.True(t, strings.HasPrefix(got, "error: COMPACTED "), got)
 }
 
@@ -496,4 +509,36 @@ func TestMaxValueBoundsStrings(t *testing.T) {
 	require.Equal(t, int64(1<<16), do(c, "SETRANGE", "k", 1<<16-1, "x"))
 	require.Equal(t, tooBig, do(c, "APPEND", "k", "y"))
 	require.Equal(t, int64(1<<16), do(c, "STRLEN", "k"))
+}
+
+// TestScanForgottenCursor: a cursor the server handed out and has since
+// forgotten (it keeps the newest) is not refused: the scan starts again
+// from the first key, so every key is still returned.
+func TestScanForgottenCursor(t *testing.T) {
+	s, addr := startServer(t, config{})
+	s.cursors.mu.Lock()
+	s.cursors.max = 1
+	s.cursors.mu.Unlock()
+	c := newClient(t, addr)
+	ctx := context.Background()
+	for i := range 5 {
+		require.NoError(t, c.Set(ctx, fmt.Sprint("k", i), i, 0).Err())
+	}
+	_, first, err := c.Scan(ctx, 0, "", 2).Result()
+	require.NoError(t, err)
+	_, _, err = c.Scan(ctx, 0, "", 2).Result() // forgets the first cursor
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for cursor := first; ; {
+		keys, next, err := c.Scan(ctx, cursor, "", 2).Result()
+		require.NoError(t, err, "cursor %d", cursor)
+		for _, k := range keys {
+			seen[k] = true
+		}
+		if next == 0 {
+			break
+		}
+		cursor = next
+	}
+	require.Len(t, seen, 5)
 }

@@ -28,11 +28,10 @@ func TestNotThere(t *testing.T) {
 		{[]string{"get", "config/a", "--at", "1709290800000"}, `revkv: key "config/a" is not there as of 1709290800000`},
 		{[]string{"get", "config/a", "--rev", "2"}, `revkv: view at 2: required revision has been compacted (floor is 3)`},
 		{[]string{"get", "config/a", "--rev", "13"}, `revkv: view at 13: required revision is a future revision (latest is 12)`},
-		{[]string{"get", "config/a", "--at", "9999-01-01T00:00:00Z"}, `revkv: view as of 9999-01-01 00:00:00 +0000 UTC: required revision is a future revision`},
+		{[]string{"get", "config/a", "--at", "9999-01-01T00:00:00Z"}, `revkv: view as of 9999-01-01T00:00:00Z: required revision is a future revision`},
 		{[]string{"history", "nope"}, `revkv: key "nope" has no history: never written, or compacted away`},
 		{[]string{"scan", "--rev", "2"}, `revkv: view at 2: required revision has been compacted (floor is 3)`},
 		{[]string{"scan", "--rev", "13"}, `revkv: view at 13: required revision is a future revision (latest is 12)`},
-		{[]string{"diff", "9", "3"}, `revkv: diff: FROM (9) is after TO (3)`},
 		{[]string{"diff", "2", "9"}, `compacted`},
 		{[]string{"diff", "3", "13"}, `future revision`},
 		{[]string{"changes", "--from", "1"}, `revkv: changes under "" from 1: required revision has been compacted (restart from revision 3)`},
@@ -58,7 +57,7 @@ func TestEmptyListings(t *testing.T) {
 	dir := fixture(t)
 	for _, args := range [][]string{
 		{"scan", "nothing/"}, {"scan", "--rev", "0"}, {"scan", "--at", "2024-03-01T11:00:00Z"},
-		{"diff", "9", "9"}, {"diff", "3", "12", "nothing/"}, {"changes", "nothing/"}, {"changes", "--from", "12", "--to", "11"},
+		{"diff", "9", "9"}, {"diff", "3", "12", "nothing/"}, {"changes", "nothing/"}, {"changes", "--from", "12", "--to", "12", "nothing/"},
 	} {
 		for _, asJSON := range []bool{false, true} {
 			if asJSON {

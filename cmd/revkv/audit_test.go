@@ -202,5 +202,13 @@ func TestImportRefusesANonEmptyDirectory(t *testing.T) {
 	r := runTool(t, "this is not an export\n", "--dir", filepath.Join(t.TempDir(), "new"), "import")
 	require.Equal(t, 1, r.code)
 	requireErrorLine(t, r.stderr)
-	require.Contains(t, r.stderr, "revkv: import into ")
+	require.Contains(t, r.stderr, "revkv: import \"")
+}
+
+// TestExportTakesJSON: every read command takes --json, export too: its
+// output is JSON lines with or without it.
+func TestExportTakesJSON(t *testing.T) {
+	dir := fixture(t)
+	require.Equal(t, ok(t, "--dir", dir, "export"), ok(t, "--dir", dir, "export", "--json"))
+	require.Equal(t, ok(t, "--dir", dir, "export", "config/"), ok(t, "--json", "--dir", dir, "export", "config/"))
 }

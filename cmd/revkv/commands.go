@@ -41,7 +41,7 @@ there is exit status 1.
   --rev N     as it was just after revision N
   --at TIME   as it was at TIME: RFC 3339 (2024-03-01T12:00:00.5+01:00) or
               Unix milliseconds (1709294400500)`,
-		jsonDoc: `one object: key, rev, op, time, value or value_base64, expires_at, annotations`,
+		jsonDoc: `one object: key, rev, op, time, value, value_json or value_base64, expires_at, annotations`,
 		example: "revkv --dir data get config/db/pool --at 2024-03-01T12:00:00Z",
 	},
 	{
@@ -50,7 +50,7 @@ there is exit status 1.
 		doc: `History lists KEY's retained entries, oldest first: puts, deletes and
 expiries, each with its revision's annotations. A key never written (or
 wholly compacted away) is exit status 1.`,
-		jsonDoc: `JSON lines, one entry each: key, rev, op, time, value or value_base64, expires_at, annotations`,
+		jsonDoc: `JSON lines, one entry each: key, rev, op, time, value, value_json or value_base64, expires_at, annotations`,
 		example: "revkv --dir data history config/db/pool",
 	},
 	{
@@ -62,31 +62,37 @@ order, with the entry that wrote each.
 
   --rev N     as they were just after revision N
   --at TIME   as they were at TIME (RFC 3339 or Unix milliseconds)`,
-		jsonDoc: `JSON lines, one key each: key, rev, op, time, value or value_base64, expires_at`,
+		jsonDoc: `JSON lines, one key each: key, rev, op, time, value, value_json or value_base64, expires_at`,
 		example: "revkv --dir data scan config/ --rev 120",
 	},
 	{
-		name: "diff", args: "FROM TO [PREFIX]", need: []string{"FROM", "TO"}, min: 2, max: 3, json: true, run: cmdDiff,
+		name: "diff", args: "FROM TO [PREFIX]", max: 3,
+		flags: []string{"from", "to"}, json: true, run: cmdDiff,
 		summary: "list the keys whose live entry differs between two revisions",
 		doc: `Diff lists, in key order, every key with PREFIX whose live entry just
 after revision TO is not the one just after revision FROM: written, deleted
-or expired in between. Each line shows the entry before and after, or
-"absent".`,
-		jsonDoc: `JSON lines, one key each: key, before and after ({rev, time, value or value_base64, expires_at}, or null when absent)`,
+or expired in between (a put of the same value is a new entry, so it
+counts). Each line shows the entry before and after, or "absent".
+
+The range is FROM TO [PREFIX], as for changes; "[PREFIX] --from N --to N"
+is the same. FROM after TO is a usage error.`,
+		jsonDoc: `JSON lines, one key each: key, before and after ({rev, time, value, value_json or value_base64, expires_at}, or null when absent)`,
 		example: "revkv --dir data diff 100 120 config/",
 	},
 	{
-		name: "changes", args: "[PREFIX] [--from N] [--to N]", max: 1,
+		name: "changes", args: "[FROM TO [PREFIX]]", max: 3,
 		flags: []string{"from", "to"}, json: true, run: cmdChanges,
 		summary: "list every entry under a prefix between two revisions",
 		doc: `Changes lists every entry of the keys with PREFIX whose revision is in
-[--from, --to], in revision order: puts, deletes and expiries, each with
-its revision's annotations.
+[FROM, TO], in revision order: puts, deletes and expiries, each with its
+revision's annotations.
 
-  --from N    the first revision (default: the floor, or 1)
-  --to N      the last revision (default: the latest)`,
-		jsonDoc: `JSON lines, one entry each: key, rev, op, time, value or value_base64, expires_at, annotations`,
-		example: "revkv --dir data changes config/ --from 100 --to 120",
+The range is FROM TO [PREFIX], as for diff; "[PREFIX] [--from N] [--to N]"
+is the same, and lets either end default: FROM to the floor (or 1), TO to
+the latest revision. A single argument is PREFIX. FROM after TO is a usage
+error.`,
+		jsonDoc: `JSON lines, one entry each: key, rev, op, time, value, value_json or value_base64, expires_at, annotations`,
+		example: "revkv --dir data changes 100 120 config/",
 	},
 	{
 		name: "verify", args: "[--rev N --digest HEX]", max: 0,
@@ -101,11 +107,37 @@ broken chain or a digest that differs is exit status 1.`,
 		example: "revkv --dir data verify --rev 120 --digest 3f0c...(64 hex digits)",
 	},
 	{
-		name: "export", args: "[PREFIX]", max: 1, run: cmdExport,
+		name: "export", args: "[PREFIX]", max: 1, json: true, run: cmdExport,
 		summary: "write the history as JSON lines, one revision each",
 		doc: `Export writes the history of the keys with PREFIX (every key without one)
-to standard output as JSON lines, one revision each, with its time, op,
-expiry and annotations: the input of import. It is Store.Export's output.`,
+to standard output as JSON lines, the input of import (Store.Export's
+output). The first line is a header:
+
+  revkv_export 1; prefix; rev (the latest revision); time and first (its
+  time and the first's); base (the oldest revision whose time is kept);
+  floor; compact_rev and compacted (the last compaction and its time);
+  trim_floor
+
+then one line a revision, in revision order, from base-1 up to rev, and
+before them every older revision a key still keeps:
+
+  rev; time, with zone (the location's name, when not UTC) and offset
+  (seconds east of UTC, when the time is written in UTC because its
+  offset is not whole minutes); key, or key_base64 when it is not UTF-8;
+  op (put, delete, expire); value, or value_base64 when the value's bytes
+  are not UTF-8 (puts only); expires_at (UTC); annotations, or
+  annotations_base64 when one is not UTF-8; trimmed and dropped (on a
+  key's oldest kept entry, when older ones were dropped); prev (the
+  digest of revision rev-1, where the line before is not rev-1); digest
+  (the hash chain's digest of rev, 64 hex digits). A revision whose entry
+  is gone has only rev, time and digest.
+
+Times are RFC 3339 with nanoseconds, or "@SECONDS.NANOSECONDS" (Unix)
+for a year outside 1-9999. Each digest is SHA-256 of the one before and
+the revision's canonical encoding: 'go doc github.com/revkv/revkv' (the
+"Export format" section) and 'go doc github.com/revkv/revkv/chain' say
+how to recompute it from the lines.`,
+		jsonDoc: `the same JSON lines: export's output is JSON with or without it`,
 		example: "revkv --dir data export > data.jsonl",
 	},
 	{
@@ -116,6 +148,21 @@ or absent: the same revisions, times, expiries, annotations and digests,
 and the same floor. A directory that is not empty is exit status 1, and
 nothing in it changes.`,
 		example: "revkv --dir copy import < data.jsonl",
+	},
+	{
+		name: "repair", max: 0, json: true, run: cmdRepair,
+		summary: "cut a torn or damaged log tail, keeping the cut bytes aside",
+		doc: `Repair cuts from the log what is not whole records, so that the store
+opens with every revision before them. A torn tail (a crash in the middle
+of a write, or damage to the last record) and a damaged record with whole
+records after it (what Open refuses as corrupt) are cut there: the bytes
+from it on, and every later segment, go to files named after their segment
+with ".damaged" appended, which no revkv reads or removes. It says what it
+moved where and which revisions the cut bytes could have held. A
+directory with nothing to cut is left as it is (exit status 0); a damaged
+snapshot or file header is not repaired (exit status 1).`,
+		jsonDoc: `one object: rev (the latest revision after it) and cut ({file, offset, bytes, rev: the first revision they could have held, damaged, why, cut, moved}, or null when there was nothing to cut)`,
+		example: "revkv --dir data repair",
 	},
 	{
 		name: "checkpoint", max: 0, run: cmdCheckpoint,

@@ -12,6 +12,10 @@ import (
 	"time"
 )
 
+// version is the tool's version, as --version prints it; revkv-server's
+// is the same.
+const version = "0.1.0"
+
 // Exit statuses.
 const (
 	exitOK    = 0 // success, --help
@@ -90,9 +94,17 @@ type helpShown struct{}
 func (helpShown) Error() string { return "help shown" }
 
 // fail prints err as the one line of an error: "revkv: " and a sentence.
+// The store's errors say "revkv:" for when they stand alone: wrapped in
+// the tool's, the prefix is said once, at the start.
 func (c *cli) fail(err error) {
+	fmt.Fprintf(c.stderr, "revkv: %s\n", oneSentence(err))
+}
+
+// oneSentence is err's text as one line without any "revkv: " prefix.
+func oneSentence(err error) string {
 	msg := strings.TrimPrefix(strings.TrimSpace(err.Error()), "revkv: ")
-	fmt.Fprintf(c.stderr, "revkv: %s\n", strings.ReplaceAll(msg, "\n", "; "))
+	msg = strings.ReplaceAll(msg, ": revkv: ", ": ")
+	return strings.ReplaceAll(msg, "\n", "; ")
 }
 
 // dispatch parses the global flags, finds the command and runs it.
@@ -101,12 +113,17 @@ func (c *cli) dispatch(args []string) error {
 	global.SetOutput(io.Discard)
 	global.StringVar(&c.dir, "dir", "", "")
 	global.BoolVar(&c.json, "json", false, "")
+	showVersion := global.Bool("version", false, "")
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.toolUsage(c.out)
 			return helpShown{}
 		}
 		return usagef("%v (see 'revkv --help')", err)
+	}
+	if *showVersion {
+		_, err := fmt.Fprintln(c.out, "revkv", version)
+		return err
 	}
 	c.set = map[string]bool{}
 	global.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
@@ -271,8 +288,14 @@ Commands:
 Global flags (before or after the command):
   --dir DIR   the data directory (default: $REVKV_DIR, else the current directory)
   --json      machine output: one JSON object, or JSON lines (read commands)
+  --version   print the tool's version and exit
 
-Only import, checkpoint and compact change the directory. Exit status: 0 on
+Values are shown as they are stored: a JSON object or array (what
+JSONCodec writes for a struct, map or slice) as JSON, found by looking at
+the value (--json gives it as value_json); other UTF-8 text quoted (as
+value with --json); anything else as base64 (value_base64).
+
+Only import, repair, checkpoint and compact change the directory. Exit status: 0 on
 success, 1 when verify fails, what was asked for is not there, or anything
 else fails, 2 for a command line that does not parse.
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -36,13 +37,34 @@ func orDash(s string) string {
 	return s
 }
 
-// textValue shows a value in text output: quoted (Go syntax) when it is
-// UTF-8, else "base64:" and its standard base64.
+// textValue shows a value in text output: a JSON object or array (what
+// JSONCodec writes for a struct, a map or a slice) as compact JSON, as it
+// is; other UTF-8 text quoted (Go syntax); anything else "base64:" and its
+// standard base64.
 func textValue(v []byte) string {
+	if j, ok := jsonDoc(v); ok {
+		return string(j)
+	}
 	if utf8.Valid(v) {
 		return strconv.Quote(string(v))
 	}
 	return "base64:" + base64.StdEncoding.EncodeToString(v)
+}
+
+// jsonDoc returns v compacted if it is a JSON object or array: the values
+// the tool shows as JSON, found by looking (no flag). A JSON number or
+// string is left as text: "100" is as likely StringCodec's text as
+// JSONCodec's number, and shows the same either way.
+func jsonDoc(v []byte) (json.RawMessage, bool) {
+	t := bytes.TrimSpace(v)
+	if len(t) == 0 || t[0] != '{' && t[0] != '[' || !json.Valid(t) {
+		return nil, false
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, t) != nil {
+		return nil, false
+	}
+	return b.Bytes(), true
 }
 
 // textWord shows a key, or an annotation's key or value, in text output:
@@ -77,6 +99,7 @@ type jsonEntry struct {
 	Op          string            `json:"op,omitempty"`
 	Time        string            `json:"time,omitempty"`
 	Value       *string           `json:"value,omitempty"`
+	ValueJSON   json.RawMessage   `json:"value_json,omitempty"`
 	ValueBase64 string            `json:"value_base64,omitempty"`
 	ExpiresAt   string            `json:"expires_at,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
@@ -103,7 +126,9 @@ func keyJSON(key string) (*string, string) {
 func versionJSON(e revkv.Entry[[]byte]) jsonEntry {
 	j := jsonEntry{Rev: e.Rev, Time: showTime(e.Time), ExpiresAt: showTime(e.ExpiresAt)}
 	if e.Op == revkv.OpPut {
-		if utf8.Valid(e.Value) {
+		if doc, ok := jsonDoc(e.Value); ok {
+			j.ValueJSON = doc
+		} else if utf8.Valid(e.Value) {
 			v := string(e.Value)
 			j.Value = &v
 		} else {

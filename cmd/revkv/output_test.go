@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +113,41 @@ func TestParse(t *testing.T) {
 		require.Equal(t, tc.flags, flags, "%q", tc.args)
 		require.Equal(t, tc.pos, pos, "%q", tc.args)
 	}
+}
+
+// TestJSONValues: a value JSONCodec wrote for a struct or a slice shows as
+// JSON, not as an escaped string, in text and as value_json with --json;
+// a JSON number or string, text that only looks like JSON, and bytes that
+// are not text are shown as before.
+func TestJSONValues(t *testing.T) {
+	type cfg struct {
+		RPS  int    `json:"rps"`
+		Note string `json:"note"`
+	}
+	dir := filepath.Join(t.TempDir(), "json")
+	s, err := revkv.Open(dir, revkv.JSONCodec[cfg]())
+	require.NoError(t, err)
+	_, err = s.Put("cfg", cfg{RPS: 500, Note: "a \"spike\""})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	b, err := revkv.Open(dir, revkv.BytesCodec())
+	require.NoError(t, err)
+	for k, v := range map[string]string{"list": " [1, 2]\n", "num": "100", "str": `"sam"`, "broken": "{not json", "bin": "\xff\x00"} {
+		_, err = b.Put(k, []byte(v))
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.Close())
+
+	out := ok(t, "--dir", dir, "history", "cfg")
+	require.Contains(t, out, `{"rps":500,"note":"a \"spike\""}`)
+	require.NotContains(t, out, `\"rps\"`)
+	var j jsonEntry
+	require.NoError(t, json.Unmarshal([]byte(ok(t, "--dir", dir, "get", "cfg", "--json")), &j))
+	require.JSONEq(t, `{"rps":500,"note":"a \"spike\""}`, string(j.ValueJSON))
+	require.Nil(t, j.Value)
+	scan := ok(t, "--dir", dir, "scan")
+	for _, want := range []string{"[1,2]", `"100"`, `"\"sam\""`, `"{not json"`, "base64:/wA="} {
+		require.Contains(t, scan, want)
+	}
+	require.Contains(t, ok(t, "--help"), "value_json")
 }

@@ -21,6 +21,8 @@ type jsonInfo struct {
 	Digest     string         `json:"digest,omitempty"`
 	Files      []jsonFile     `json:"files"`
 	TotalBytes int64          `json:"total_bytes"`
+	// NotRead is what the log holds that is not whole records, if anything.
+	NotRead *jsonRecovery `json:"not_read,omitempty"`
 }
 
 type jsonFile struct {
@@ -51,6 +53,7 @@ func cmdInfo(c *cli, _ []string) error {
 	if info.Digest, err = digest(s); err != nil {
 		return err
 	}
+	info.NotRead = c.recovery(s)
 	ents, err := os.ReadDir(c.dir)
 	if err != nil {
 		return err
@@ -78,6 +81,9 @@ func cmdInfo(c *cli, _ []string) error {
 		"total bytes", strconv.FormatInt(info.TotalBytes, 10))
 	if err != nil {
 		return err
+	}
+	if info.NotRead != nil {
+		fmt.Fprintf(c.out, "not read     %s (revkv repair cuts them, keeping a copy)\n", info.NotRead.sentence())
 	}
 	fmt.Fprintln(c.out, "files")
 	width := len(strconv.FormatInt(info.TotalBytes, 10))
@@ -249,21 +255,11 @@ type jsonDiff struct {
 }
 
 func cmdDiff(c *cli, args []string) error {
-	from, err := parseRev("FROM", args[0])
+	prefix, fromp, top, err := c.revRange("diff", args, true)
 	if err != nil {
 		return err
 	}
-	to, err := parseRev("TO", args[1])
-	if err != nil {
-		return err
-	}
-	prefix := ""
-	if len(args) > 2 {
-		prefix = args[2]
-	}
-	if from > to {
-		return fmt.Errorf("diff: FROM (%d) is after TO (%d)", from, to)
-	}
+	from, to := *fromp, *top
 	s, err := c.openRead()
 	if err != nil {
 		return err
@@ -310,32 +306,21 @@ func diffCells(e revkv.Entry[[]byte]) (rev, value string) {
 }
 
 func cmdChanges(c *cli, args []string) error {
-	prefix := ""
-	if len(args) > 0 {
-		prefix = args[0]
-	}
-	var from, to revkv.Revision
-	var err error
-	if c.set["from"] {
-		if from, err = parseRev("--from", c.from); err != nil {
-			return err
-		}
-	}
-	if c.set["to"] {
-		if to, err = parseRev("--to", c.to); err != nil {
-			return err
-		}
+	prefix, fromp, top, err := c.revRange("changes", args, false)
+	if err != nil {
+		return err
 	}
 	s, err := c.openRead()
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if !c.set["from"] {
-		from = max(s.Floor(), 1)
+	from, to := max(s.Floor(), 1), s.Rev()
+	if fromp != nil {
+		from = *fromp
 	}
-	if !c.set["to"] {
-		to = s.Rev()
+	if top != nil {
+		to = *top
 	}
 	ann := annotationsOf{s: s}
 	t := newTable(c.out, "REV", "TIME", "OP", "KEY", "EXPIRES AT", "VALUE", "ANNOTATIONS")
@@ -349,4 +334,62 @@ func cmdChanges(c *cli, args []string) error {
 		}
 	}
 	return t.flush()
+}
+
+// revRange parses the range of diff and changes, one form for both:
+// FROM TO [PREFIX], or [PREFIX] with --from N and --to N (not both forms
+// at once). A single argument without flags is PREFIX for changes, whose
+// ends may default, and FROM for diff, which needs both. FROM after TO is
+// a usage error. An end not given is nil.
+func (c *cli) revRange(name string, args []string, need bool) (prefix string, from, to *revkv.Revision, err error) {
+	see := fmt.Sprintf("(usage: revkv [--dir DIR] %s FROM TO [PREFIX], or revkv [--dir DIR] %s [PREFIX] --from N --to N)", name, name)
+	flags := c.set["from"] || c.set["to"]
+	parse := func(what, s string) (*revkv.Revision, error) {
+		r, err := parseRev(what, s)
+		return &r, err
+	}
+	switch {
+	case flags && len(args) > 1:
+		return "", nil, nil, usagef("%s: give the range as FROM TO or as --from and --to, not both %s", name, see)
+	case flags:
+		if len(args) == 1 {
+			prefix = args[0]
+		}
+		if c.set["from"] {
+			if from, err = parse("--from", c.from); err != nil {
+				return
+			}
+		}
+		if c.set["to"] {
+			if to, err = parse("--to", c.to); err != nil {
+				return
+			}
+		}
+	case len(args) >= 2:
+		if from, err = parse("FROM", args[0]); err != nil {
+			return
+		}
+		if to, err = parse("TO", args[1]); err != nil {
+			return
+		}
+		if len(args) == 3 {
+			prefix = args[2]
+		}
+	case len(args) == 1 && !need:
+		prefix = args[0]
+	case len(args) == 1:
+		if from, err = parse("FROM", args[0]); err != nil {
+			return
+		}
+	}
+	if need && from == nil {
+		return "", nil, nil, usagef("%s: FROM is missing %s", name, see)
+	}
+	if need && to == nil {
+		return "", nil, nil, usagef("%s: TO is missing %s", name, see)
+	}
+	if from != nil && to != nil && *from > *to {
+		return "", nil, nil, usagef("%s: FROM (%d) is after TO (%d) %s", name, *from, *to, see)
+	}
+	return prefix, from, to, nil
 }

@@ -53,6 +53,9 @@ func (c *cli) openError(err error) error {
 	switch {
 	case errors.Is(err, revkv.ErrLocked):
 		return fmt.Errorf("%s is in use by another process (a running revkv-server?)", c.dir)
+	case errors.Is(err, revkv.ErrNewerFormat):
+		detail := strings.ReplaceAll(corruptDetail(err), c.dir+string(filepath.Separator), "")
+		return fmt.Errorf("%s was written by a newer revkv, not damaged: %s", c.dir, detail)
 	case errors.Is(err, revkv.ErrCorrupt):
 		// The file it names is in the directory: named once.
 		detail := strings.ReplaceAll(corruptDetail(err), c.dir+string(filepath.Separator), "")
@@ -72,8 +75,10 @@ func corruptDetail(err error) string {
 		msg = oe.Err.Error()
 	}
 	msg = strings.TrimPrefix(msg, "revkv: ")
-	if inner, ok := strings.CutPrefix(msg, "corrupt data ("); ok && strings.HasSuffix(inner, ")") {
-		return strings.TrimSuffix(inner, ")")
+	for _, wrap := range []string{"corrupt data (", "written by a newer revkv ("} {
+		if inner, ok := strings.CutPrefix(msg, wrap); ok && strings.HasSuffix(inner, ")") {
+			return strings.TrimSuffix(inner, ")")
+		}
 	}
 	return msg
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -50,7 +53,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"diff", "x", "2"}, `FROM "x" is not a revision`},
 		{[]string{"diff", "1", "y"}, `TO "y" is not a revision`},
 		{[]string{"diff", "1", "2", "p", "q"}, `diff: unexpected argument "q"`},
-		{[]string{"changes", "a", "b"}, `changes: unexpected argument "b"`},
+		{[]string{"changes", "1", "2", "p", "q"}, `changes: unexpected argument "q"`},
+		{[]string{"changes", "a", "2"}, `FROM "a" is not a revision`},
+		{[]string{"changes", "--from", "9", "--to", "4"}, "changes: FROM (9) is after TO (4)"},
+		{[]string{"changes", "9", "4"}, "changes: FROM (9) is after TO (4)"},
+		{[]string{"changes", "1", "4", "--from", "1"}, "changes: give the range as FROM TO or as --from and --to, not both"},
+		{[]string{"diff", "10", "3"}, "diff: FROM (10) is after TO (3)"},
+		{[]string{"diff", "--from", "10", "--to", "3", "config/"}, "diff: FROM (10) is after TO (3)"},
+		{[]string{"diff", "--from", "10"}, "diff: TO is missing"},
 		{[]string{"changes", "--from", "x"}, `--from "x" is not a revision`},
 		{[]string{"changes", "--to", "-"}, `--to "-" is not a revision`},
 		{[]string{"verify", "extra"}, `verify: unexpected argument "extra"`},
@@ -61,8 +71,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"verify", "--rev", "3", "--digest", hex64[:62]}, "is not a digest (64 hex digits)"},
 		{[]string{"verify", "--rev", "3", "--digest", hex64 + "00"}, "is not a digest (64 hex digits)"},
 		{[]string{"export", "a", "b"}, `export: unexpected argument "b"`},
-		{[]string{"export", "--json"}, "export: --json does not apply to it"},
-		{[]string{"--json", "export"}, "export: --json does not apply to it"},
+		{[]string{"import", "--json"}, "import: --json does not apply to it"},
 		{[]string{"import", "file.jsonl"}, `import: unexpected argument "file.jsonl"`},
 		{[]string{"checkpoint", "now"}, `checkpoint: unexpected argument "now"`},
 		{[]string{"compact"}, "compact: REV is missing"},
@@ -135,6 +144,11 @@ func TestFlagsAnywhere(t *testing.T) {
 		{
 			{"--dir", dir, "diff", "3", "12", "session/"},
 			{"diff", "3", "--dir", dir, "12", "session/"},
+			{"--dir", dir, "diff", "session/", "--from", "3", "--to", "12"},
+		},
+		{
+			{"--dir", dir, "changes", "4", "9", "config/"},
+			{"--dir", dir, "changes", "config/", "--from", "4", "--to", "9"},
 		},
 	}
 	for _, group := range same {
@@ -171,4 +185,37 @@ func TestDirFromEnv(t *testing.T) {
 	r := runTool(t, "", "info")
 	require.Equal(t, 1, r.code)
 	require.Equal(t, "revkv: no revkv directory at .: it holds no LOCK, log or snapshot file\n", r.stderr)
+}
+
+// TestVersion: --version prints the tool's version, the server's (issue
+// 35, item 12).
+func TestVersion(t *testing.T) {
+	require.Equal(t, "revkv "+version+"\n", ok(t, "--version"))
+	src, err := os.ReadFile(filepath.Join("..", "revkv-server", "main.go"))
+	require.NoError(t, err)
+	require.Contains(t, string(src), "const version = \""+version+"\"", "the tool and the server have one version")
+}
+
+// TestOnePrefix: an error of the store inside one of the tool's is said
+// with one "revkv:", as one sentence.
+func TestOnePrefix(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "copy2")
+	r := runTool(t, "{\"nope\":1}\n", "--dir", dir, "import")
+	require.Equal(t, 1, r.code)
+	requireErrorLine(t, r.stderr)
+	require.Equal(t, 1, strings.Count(r.stderr, "revkv:"), r.stderr)
+	require.Equal(t, 1, strings.Count(r.stderr, "import"), r.stderr)
+	require.Equal(t, "revkv: wrapped: inner: x", "revkv: "+oneSentence(fmt.Errorf("wrapped: %v", errors.New("revkv: inner: x"))))
+}
+
+// TestExportHelpNamesEveryField: 'revkv help export' names every field of
+// an export's header and lines, and where to read how to recompute the
+// digests.
+func TestExportHelpNamesEveryField(t *testing.T) {
+	out := ok(t, "help", "export")
+	for _, f := range []string{"revkv_export", "prefix", "rev", "time", "first", "base", "floor", "compact_rev", "compacted", "trim_floor",
+		"zone", "offset", "key", "key_base64", "op", "value", "value_base64", "expires_at", "annotations", "annotations_base64",
+		"trimmed", "dropped", "prev", "digest", "SECONDS.NANOSECONDS", "Export format"} {
+		require.Regexp(t, `\b`+regexp.QuoteMeta(f)+`\b`, out, "help export names %s", f)
+	}
 }

@@ -4,7 +4,7 @@
 // why, and (on a directory) whether the history is the one that was
 // written, against a digest kept elsewhere.
 //
-//	go run ./examples/audit                # in memory
+//	go run ./examples/audit                # on a directory in memory
 //	go run ./examples/audit -dir trail     # on a directory: run it twice
 //
 // With -dir the trail is kept on disk: the first run writes the day's
@@ -13,12 +13,14 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/vfs"
 )
 
 func main() {
@@ -27,13 +29,16 @@ func main() {
 	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	now := day
 	clock := revkv.WithClock(func() time.Time { return now })
-	s := revkv.New[string](clock)
-	if *dir != "" {
-		var err error
-		if s, err = revkv.Open(*dir, revkv.StringCodec(), clock); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+	// Without -dir the trail is a directory in memory (vfs.NewMem), so that
+	// it keeps a hash chain too: New's store keeps none.
+	opts := []revkv.Option{clock}
+	if *dir == "" {
+		opts = append(opts, revkv.WithFS(vfs.NewMem()))
+	}
+	s, err := revkv.Open(cmp.Or(*dir, "trail"), revkv.StringCodec(), opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	defer s.Close()
 	if s.Rev() > 0 {
@@ -74,7 +79,7 @@ func main() {
 	}
 	// 15:10: the rollback puts both keys back in one atomic step.
 	now = at("15:10")
-	_, err := s.Update(func(tx *revkv.Txn[string]) error {
+	_, err = s.Update(func(tx *revkv.Txn[string]) error {
 		tx.Annotate("who", "lee")
 		tx.Annotate("why", "INC-7: roll back")
 		if err := tx.Put("config/limits/api", "100"); err != nil {
@@ -145,9 +150,8 @@ func answer(s *revkv.Store[string], day time.Time) {
 
 	fmt.Println("\nQ6. Is this the history that was written? The hash chain's digest:")
 	rev, d, err := s.Digest()
-	if err != nil { // New's store keeps no chain
-		fmt.Printf("    %v\n", err)
-		return
+	if err != nil {
+		panic(err) // a store on a directory, in memory or not, keeps the chain
 	}
 	fmt.Printf("    revision %d: %x\n", rev, d)
 	fmt.Println("    (kept elsewhere, it checks the directory later: revkv verify --rev N --digest HEX)")
