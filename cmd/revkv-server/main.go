@@ -91,6 +91,12 @@ func main() {
 		store.Close()
 		fatal("%v", err)
 	}
+	stopPage, err := startPage(store, *dir, log)
+	if err != nil {
+		ln.Close()
+		store.Close()
+		fatal("%v", err)
+	}
 	s := newServer(store, cfg, log)
 	s.dir = *dir
 	s.addr = ln.Addr()
@@ -106,6 +112,7 @@ func main() {
 	case err := <-served:
 		log.Error("accepting connections failed", "err", err)
 	}
+	stopPage()
 	if err := s.shutdown(ln, 5*time.Second); err != nil {
 		log.Error("closing the store", "err", err)
 		pprof.StopCPUProfile()
