@@ -204,9 +204,9 @@ type span struct {
 }
 
 // textDiff marks what differs between a and b: the lines that are not
-// in their longest common subsequence of lines and, where one line
-// replaced one line, only the characters between their common prefix and
-// suffix. Past maxDiffLines lines each, everything between the common
+// in their longest common subsequence of lines and, where lines replaced
+// as many lines, pairing them in order, only the characters between each
+// pair's common prefix and suffix. Past maxDiffLines lines each, everything between the common
 // first and last lines is marked.
 func textDiff(a, b string) (before, after []span) {
 	la, lb := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
@@ -230,16 +230,17 @@ func textDiff(a, b string) (before, after []span) {
 	i, j := 0, 0
 	var da, db []string // the lines removed and added since the last common one
 	flush := func() {
-		if len(da) == 1 && len(db) == 1 {
-			x, y := affix(da[0], db[0])
+		// Lines replaced one for one: only the characters that differ.
+		n := min(len(da), len(db))
+		for k := range n {
+			x, y := affix(da[k], db[k])
 			before, after = append(before, x...), append(after, y...)
-		} else {
-			if len(da) > 0 {
-				before = append(before, span{strings.Join(da, ""), true})
-			}
-			if len(db) > 0 {
-				after = append(after, span{strings.Join(db, ""), true})
-			}
+		}
+		if len(da) > n {
+			before = append(before, span{strings.Join(da[n:], ""), true})
+		}
+		if len(db) > n {
+			after = append(after, span{strings.Join(db[n:], ""), true})
 		}
 		da, db = nil, nil
 	}
