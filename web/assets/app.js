@@ -18,7 +18,7 @@ function el(tag, attrs, ...children) {
     if (k === "on") { for (const [ev, fn] of Object.entries(v)) n.addEventListener(ev, fn); continue; }
     n.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     n.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -171,7 +171,9 @@ async function drawKey(push) {
   const list = r.marks ? entryTable(r.marks) : null;
   show(el("h1", {}, "Key ", el("code", { id: "key-name" }, r.key)), summary, controls, svg, legend, detail,
     list ? el("h2", {}, "Entries shown") : null, list);
+  // For the browser test's measure: ms from the request to the drawing, and since the page's navigation began.
   svg.dataset.renderMs = String(Math.round(performance.now() - started));
+  svg.dataset.sinceNavigation = String(Math.round(performance.now()));
   svg.dataset.rendered = "1";
   if (t.selected && r.marks) {
     const m = r.marks.find((m) => String(m.rev) === String(t.selected));
@@ -195,7 +197,11 @@ function shape(op, x, y) {
   return el("svg:path", { d: `M${x} ${y - 7}L${x + 7} ${y + 6}L${x - 7} ${y + 6}Z`, class: "shape" });
 }
 
-const W = 1000, H = 170, PAD = 40, AXIS = 120;
+// The drawing is as wide as the view in CSS pixels (so that marks and text
+// keep their size on a phone), H high, with the axis at AXIS.
+let W = 1000;
+const H = 140, PAD = 40, AXIS = 92;
+function setWidth() { W = Math.max(320, Math.min(1240, view.clientWidth || 1000)); }
 
 // scale maps ns (as Numbers; exact times are kept as strings elsewhere) to x.
 function scale(t0, t1) {
@@ -203,21 +209,30 @@ function scale(t0, t1) {
   return { t0, t1, x: (t) => PAD + ((t - t0) / (t1 - t0)) * (W - 2 * PAD) };
 }
 
+// axisLabels draws the axis with the times of its ends and, where there is
+// room, of ticks between (to the millisecond; each entry's exact time is
+// in its title and its row).
 function axisLabels(svg, sc) {
   svg.append(el("svg:line", { x1: PAD, x2: W - PAD, y1: AXIS, y2: AXIS, class: "axis" }));
   const fmt = (ns) => new Date(ns / 1e6).toISOString().replace("T", " ").replace("Z", "");
-  svg.append(el("svg:text", { x: PAD, y: H - 12, "text-anchor": "start" }, fmt(sc.t0)));
-  svg.append(el("svg:text", { x: W - PAD, y: H - 12, "text-anchor": "end" }, fmt(sc.t1) + " UTC"));
+  const ticks = Math.max(1, Math.floor((W - 2 * PAD) / 260));
+  for (let i = 0; i <= ticks; i++) {
+    const t = sc.t0 + ((sc.t1 - sc.t0) * i) / ticks, x = sc.x(t);
+    const anchor = i === 0 ? "start" : i === ticks ? "end" : "middle";
+    svg.append(el("svg:line", { x1: x, x2: x, y1: AXIS, y2: AXIS + 5, class: "axis" }));
+    svg.append(el("svg:text", { x, y: AXIS + 22, "text-anchor": anchor }, fmt(t) + (i === ticks ? " UTC" : "")));
+  }
 }
 
 function drawMarks(r) {
+  setWidth();
   const marks = r.marks;
   let t0 = Number(marks[0].time_ns), t1 = Number(marks[marks.length - 1].time_ns);
   // Room for TTLs that end after the last entry, within three widths.
   const room = Math.max(t1 - t0, 2e9) * 3;
   for (const m of marks) if (m.expires_ns) t1 = Math.max(t1, Math.min(Number(m.expires_ns), Number(marks[marks.length - 1].time_ns) + room));
   const sc = scale(t0, t1);
-  const svg = el("svg:svg", { viewBox: `0 0 ${W} ${H}`, class: "timeline", id: "timeline", role: "group",
+  const svg = el("svg:svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "timeline", id: "timeline", role: "group",
     "aria-label": `Timeline of ${r.key}: ${marks.length} entries` });
   axisLabels(svg, sc);
   const ttls = el("svg:g", { class: "ttls" });
@@ -232,6 +247,7 @@ function drawMarks(r) {
         "data-rev": m.rev, "data-expires": m.expires_at },
         el("svg:title", {}, `TTL of revision ${m.rev}: expires at ${m.expires_at}${cancelled ? " (replaced before)" : ""}`)));
       if (end <= sc.t1) ttls.append(el("svg:line", { x1: ex, x2: ex, y1: AXIS - 36, y2: AXIS - 20, class: "ttl-end" }));
+      else ttls.append(el("svg:text", { x: W - PAD + 20, y: AXIS - 36, "text-anchor": "end" }, `expires ${m.expires_at} →`));
     }
     const label = `${m.op} at revision ${m.rev}, ${m.time}` + (m.notes ? "; " + Object.entries(m.notes).map(([k, v]) => `${k}: ${v}`).join(", ") : "");
     const g = el("svg:g", { class: `mark ${m.op}${m.notes ? " noted" : ""}`, tabindex: 0, role: "button", "aria-label": label,
@@ -255,8 +271,9 @@ function drawMarks(r) {
 }
 
 function drawBins(r) {
+  setWidth();
   const sc = scale(Number(r.t0_ns), Number(r.t1_ns));
-  const svg = el("svg:svg", { viewBox: `0 0 ${W} ${H}`, class: "timeline", id: "timeline", role: "group",
+  const svg = el("svg:svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "timeline", id: "timeline", role: "group",
     "aria-label": `Timeline of ${r.key}: ${r.window.n} entries, counted in columns` });
   axisLabels(svg, sc);
   const most = Math.max(...r.bins.map((b) => b.puts + b.deletes + b.expires), 1);
