@@ -35,7 +35,7 @@ func CheckBind(addr, token string) error {
 		return fmt.Errorf("%q is not an address (HOST:PORT, as 127.0.0.1:8380): %v", addr, err)
 	}
 	if token == "" && !loopbackHost(host) {
-		return fmt.Errorf("binding to %s serves the page beyond this machine: give a token (--token, or the %s environment variable) or bind to 127.0.0.1", addr, TokenEnv)
+		return fmt.Errorf("binding to %s serves the page beyond this machine, which needs a token (or bind to 127.0.0.1)", addr)
 	}
 	if token != "" && len(token) < 16 {
 		return errors.New("a token must be at least 16 characters long")

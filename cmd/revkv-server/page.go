@@ -24,6 +24,9 @@ func startPage(store *revkv.Store[[]byte], title string, log *slog.Logger) (stop
 		return func() {}, nil
 	}
 	token := web.Token(*httpToken)
+	if err := web.CheckBind(*httpAddr, token); err != nil {
+		return nil, fmt.Errorf("--http: %v: give one with --http-token or $%s", err, web.TokenEnv)
+	}
 	ln, err := web.Listen(*httpAddr, token)
 	if err != nil {
 		return nil, fmt.Errorf("--http: %v", err)

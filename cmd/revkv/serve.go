@@ -35,7 +35,7 @@ func cmdServe(c *cli, _ []string) error {
 	}
 	token := web.Token(c.token)
 	if err := web.CheckBind(addr, token); err != nil {
-		return usagef("serve: %v", err)
+		return usagef("serve: %v: give one with --token or $%s", err, web.TokenEnv)
 	}
 	s, err := c.openRead()
 	if err != nil {
