@@ -3,8 +3,8 @@ package web_test
 import (
 	"bufio"
 	"encoding/base64"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
