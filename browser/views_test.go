@@ -146,7 +146,8 @@ func TestStateMatchesAt(t *testing.T) {
 func TestDiffMatches(t *testing.T) {
 	ctx := tab(t)
 	st := serve(t)
-	for _, r := range [][2]revkv.Revision{{0, st.Head}, {3, st.Head}, {st.Mid, st.Head}, {2, st.Mid}, {st.Head, st.Head}} {
+	kinds := map[string]int{} // over every range: each kind is seen
+	for _, r := range [][2]revkv.Revision{{0, st.Head}, {3, st.Head}, {st.Mid, st.Head}, {2, st.Mid}, {4, 7}, {14, st.Head}, {st.Head, st.Head}} {
 		do(t, ctx, open(fmt.Sprintf("%s/diff?from=%d&to=%d", st.url, r[0], r[1])))
 		rows := eval[[]struct{ Key, Kind, Mark string }](t, ctx, `[...document.querySelectorAll("#diff tbody tr[data-kind]")].map((tr) => ({key: tr.querySelector("td.key").textContent,
 				kind: tr.dataset.kind, mark: [...tr.querySelectorAll("mark.d-add")].map((m) => m.textContent).join("|")}))`)
@@ -172,6 +173,7 @@ func TestDiffMatches(t *testing.T) {
 				}
 			}
 			want[kind]++
+			kinds[kind]++
 			require.Less(t, i, len(rows), "%v: the page shows fewer keys than Diff", r)
 			require.Equal(t, d.Key, rows[i].Key, "%v", r)
 			require.Equal(t, kind, rows[i].Kind, "%v %s", r, d.Key)
@@ -184,6 +186,9 @@ func TestDiffMatches(t *testing.T) {
 		for _, k := range []string{"added", "changed", "deleted", "expired"} {
 			require.Equal(t, fmt.Sprint(want[k]), counts[k], "%v: count of %s", r, k)
 		}
+	}
+	for _, k := range []string{"added", "changed", "deleted", "expired"} {
+		require.Positive(t, kinds[k], "no range shows a key %s", k)
 	}
 }
 
