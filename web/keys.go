@@ -33,8 +33,8 @@ const keepCounts = 4
 
 // counts returns the counts under prefix at the latest revision.
 func (h *Handler) counts(prefix string) (*prefixCount, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.countsMu.Lock()
+	defer h.countsMu.Unlock()
 	var pc *prefixCount
 	for i, c := range h.prefixes {
 		if c.prefix == prefix {

@@ -59,10 +59,12 @@ type Handler struct {
 	mux  *http.ServeMux
 	page *template.Template
 
-	mu       sync.Mutex // guards the caches below
-	hist     histCache
+	mu      sync.Mutex // guards hist and verifyN
+	hist    histCache
+	verifyN int // whole-history verifications running
+
+	countsMu sync.Mutex     // guards prefixes; held while a walk brings one up to date
 	prefixes []*prefixCount // most recently used first
-	verifyN  int            // whole-history verifications running
 }
 
 //go:embed assets
