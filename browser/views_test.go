@@ -2,6 +2,7 @@ package browser
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -258,4 +259,48 @@ func TestScriptIsText(t *testing.T) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestKeys: the keys view counts the live keys and the revisions under
+// the prefix as the store does, browses into a prefix by its link, and
+// searches by a part of the name.
+func TestKeys(t *testing.T) {
+	ctx := tab(t)
+	st := serve(t)
+	do(t, ctx, open(st.url+"/"))
+	revs := 0
+	for range st.s.Changes("", 1, st.s.Rev()) {
+		revs++
+	}
+	require.Equal(t, fmt.Sprint(st.s.Len()), text(t, ctx, "#live-keys"))
+	require.Equal(t, fmt.Sprint(revs), text(t, ctx, "#revisions"))
+	rows := `[...document.querySelectorAll("#keys tbody td.key")].map((td) => td.textContent)`
+	require.Len(t, eval[[]string](t, ctx, rows), 8)
+
+	// Into config/ by its link, with the keyboard.
+	do(t, ctx, chromedp.Focus(chromedp.CSS(`nav.children a[href="/?prefix=config%2F"]`)), chromedp.KeyEvent("\r"),
+		arrived("prefix=config%2F"))
+	require.Equal(t, []string{"config/feature/dark", "config/limits/api", "config/limits/web", "config/name"}, eval[[]string](t, ctx, rows))
+	live := 0
+	for range st.s.Scan("config/") {
+		live++
+	}
+	require.Equal(t, fmt.Sprint(live), text(t, ctx, "#live-keys"))
+
+	do(t, ctx, open(st.url+"/"), chromedp.SendKeys(chromedp.CSS(`input[name=q]`), "LIMITS\r"), arrived("q=LIMITS"))
+	require.Equal(t, []string{"config/limits/api", "config/limits/web"}, eval[[]string](t, ctx, rows))
+}
+
+// arrived waits until the page navigated to an address holding query and
+// drew itself (asking again while the navigation replaces the page).
+func arrived(query string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		expr := `location.search.includes(` + jsString(query) + `) && document.body.dataset.ready === "1"`
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr)); err == nil && ok {
+				return nil
+			}
+		}
+		return fmt.Errorf("the page did not arrive at %q", query)
+	})
 }

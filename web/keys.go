@@ -167,9 +167,45 @@ func (h *Handler) apiKeys(r *http.Request) (any, error) {
 		keys = append(keys, jk)
 	}
 	out := map[string]any{"prefix": prefix, "q": q, "rev": pc.rev, "live_keys": live, "revisions": pc.revs,
-		"keys_total": len(pc.keys), "matched": matched, "keys": keys}
+		"keys_total": len(pc.keys), "matched": matched, "keys": keys, "children": children(pc.sorted, prefix)}
 	if next != "" {
 		out["next_after"] = next
 	}
 	return out, nil
+}
+
+// maxChildren is how many of a prefix's sub-prefixes the keys view lists.
+const maxChildren = 200
+
+// jsonChild is a prefix one level below another: what follows it up to
+// and with the next "/", and how many keys in history are under it.
+type jsonChild struct {
+	Prefix string `json:"prefix"`
+	Keys   int    `json:"keys"`
+}
+
+// children lists the prefixes one "/" below prefix among the sorted keys
+// (at most maxChildren), for browsing a key space like folders.
+func children(sorted []string, prefix string) []jsonChild {
+	out := []jsonChild{}
+	for _, k := range sorted {
+		rest, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			continue
+		}
+		p := prefix + rest[:i+1]
+		if n := len(out); n > 0 && out[n-1].Prefix == p {
+			out[n-1].Keys++
+			continue
+		}
+		if len(out) == maxChildren {
+			break
+		}
+		out = append(out, jsonChild{Prefix: p, Keys: 1})
+	}
+	return out
 }

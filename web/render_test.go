@@ -84,3 +84,11 @@ func TestRenderValue(t *testing.T) {
 	require.False(t, r.Cut)
 	require.Equal(t, long, r.Text)
 }
+
+// TestChildren: the prefixes one "/" below, with their counts, in order.
+func TestChildren(t *testing.T) {
+	keys := []string{"a", "b/1", "b/2", "b/c/3", "c/", "d/x", "e"}
+	require.Equal(t, []jsonChild{{"b/", 3}, {"c/", 1}, {"d/", 1}}, children(keys, ""))
+	require.Equal(t, []jsonChild{{"b/c/", 1}}, children(keys, "b/"))
+	require.Equal(t, []jsonChild{}, children(keys, "z/"))
+}

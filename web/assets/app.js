@@ -124,7 +124,9 @@ async function viewKeys() {
   const pager = el("div", { class: "pager" },
     after ? el("a", { href: href("/", { prefix, q }) }, "First page") : null,
     r.next_after ? el("a", { href: href("/", { prefix, q, after: r.next_after }), rel: "next" }, "Next page") : null);
-  show(el("h1", {}, "Keys"), form, el("p", {}, "Prefix: ", crumbs), summary, table, pager);
+  const kids = r.children.length ? el("nav", { class: "children", "aria-label": "Prefixes below" },
+    r.children.map((c) => el("a", { href: href("/", { prefix: c.prefix, q }), class: "child" }, c.prefix.slice(prefix.length), el("span", { class: "muted" }, ` ${fmtInt(c.keys)}`)))) : null;
+  show(el("h1", {}, "Keys"), form, el("p", {}, "Prefix: ", crumbs), kids, summary, table, pager);
 }
 
 // --- a key's timeline
@@ -522,15 +524,18 @@ function verifyAll(btn, prog, out) {
 }
 
 // --- live: follow new revisions
+// follow redraws the view with what new revisions changed, at most every
+// half second however fast they come.
 function follow() {
   const es = new EventSource("/api/events");
-  let pending = null;
+  let pending = null, seen = { rev: 0, keys: [], more: false };
   es.addEventListener("revision", (ev) => {
     const r = JSON.parse(ev.data);
     document.getElementById("head").textContent = `revision ${fmtInt(r.rev)} · live`;
     if (info) info.rev = r.rev;
-    clearTimeout(pending);
-    pending = setTimeout(() => refresh(r), 300);
+    seen = { rev: r.rev, keys: seen.keys.concat(r.keys).slice(-1000), more: seen.more || r.more };
+    if (pending) return;
+    pending = setTimeout(() => { pending = null; const s = seen; seen = { rev: 0, keys: [], more: false }; refresh(s); }, 500);
   });
 }
 
