@@ -266,7 +266,14 @@ function drawMarks(r) {
         },
       } },
     el("svg:title", {}, label), shape(m.op, x, AXIS));
-    if (m.notes) g.append(el("svg:path", { d: `M${x} ${AXIS - 8}V${AXIS - 22}L${x + 9} ${AXIS - 18}L${x} ${AXIS - 14}`, class: "flag" }));
+    if (m.notes) {
+      g.append(el("svg:path", { d: `M${x} ${AXIS - 8}V${AXIS - 22}L${x + 9} ${AXIS - 18}L${x} ${AXIS - 14}`, class: "flag" }));
+      if (marks.length <= 40) { // room to name who (or the first annotation) above the flag
+        const k = "who" in m.notes ? "who" : Object.keys(m.notes).sort()[0];
+        const v = String(m.notes[k]);
+        g.append(el("svg:text", { x: x + 2, y: AXIS - 46 - (i % 2) * 14, class: "note-label" }, v.length > 24 ? v.slice(0, 23) + "…" : v));
+      }
+    }
     svg.append(g);
   });
   return svg;
