@@ -210,8 +210,23 @@ func (h *Handler) apiInfo(*http.Request) (any, error) {
 	return info, nil
 }
 
-// revEntry is the entry revision rev made.
+// revEntry is the entry revision rev made. Changes from one revision
+// costs O(keys) to start, so the key is found first with Diff between the
+// revision and the one before (after the first Diff has built its index,
+// O(1)); Changes under that key alone then gives its entry.
 func (h *Handler) revEntry(rev revkv.Revision) (Entry, error) {
+	for d, err := range h.s.Diff("", rev-1, rev) {
+		if err != nil {
+			break // below the floor, say: Changes says what it can
+		}
+		for e, err := range h.s.Changes(d.Key, rev, rev) {
+			if err == nil && e.Rev == rev && e.Key == d.Key {
+				return e, nil
+			}
+			break
+		}
+		break
+	}
 	for e, err := range h.s.Changes("", rev, rev) {
 		if err != nil {
 			return Entry{}, storeError(err, fmt.Sprintf("revision %d", rev))

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/web/webtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -91,4 +93,28 @@ func TestChildren(t *testing.T) {
 	require.Equal(t, []jsonChild{{"b/", 3}, {"c/", 1}, {"d/", 1}}, children(keys, ""))
 	require.Equal(t, []jsonChild{{"b/c/", 1}}, children(keys, "b/"))
 	require.Equal(t, []jsonChild{}, children(keys, "z/"))
+}
+
+// TestRevEntry: the entry of each revision, found through Diff, is the
+// one Changes gives, expiries and deletes included.
+func TestRevEntry(t *testing.T) {
+	dir := t.TempDir() + "/data"
+	f, err := webtest.Build(dir)
+	require.NoError(t, err)
+	s, err := webtest.Open(dir)
+	require.NoError(t, err)
+	defer s.Close()
+	h := New(s, Options{})
+	for rev := revkv.Revision(1); rev <= f.Head; rev++ {
+		var want revkv.Entry[[]byte]
+		for e, err := range s.Changes("", rev, rev) {
+			require.NoError(t, err)
+			want = e
+		}
+		got, err := h.revEntry(rev)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "revision %d", rev)
+	}
+	_, err = h.revEntry(f.Head + 1)
+	require.Error(t, err)
 }
