@@ -52,6 +52,7 @@ func main() {
 	fs.StringVar(&cfg.requirepass, "requirepass", "", "clients must AUTH with `PASSWORD` (default: no password)")
 	fs.IntVar(&cfg.maxClients, "max-clients", 10000, "serve at most `N` connections at once (0: no limit)")
 	fs.Int64Var(&cfg.maxValue, "max-value", 512<<20, "the largest bulk string a client may send, in `BYTES` (Redis's proto-max-bulk-len)")
+	pageFlags(fs)
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -96,6 +97,12 @@ func main() {
 		store.Close()
 		fatal("%v", err)
 	}
+	stopPage, err := startPage(store, *dir, log)
+	if err != nil {
+		ln.Close()
+		store.Close()
+		fatal("%v", err)
+	}
 	s := newServer(store, cfg, log)
 	s.dir = *dir
 	s.addr = ln.Addr()
@@ -115,6 +122,7 @@ func main() {
 	case err := <-served:
 		log.Error("accepting connections failed", "err", err)
 	}
+	stopPage()
 	if err := s.shutdown(ln, 5*time.Second); err != nil {
 		log.Error("closing the store", "err", err)
 		pprof.StopCPUProfile()

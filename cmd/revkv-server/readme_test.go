@@ -90,6 +90,11 @@ func TestReadmeSamples(t *testing.T) {
 	for _, s := range tool {
 		args, err := splitWords(s.cmd)
 		require.NoError(t, err, "README.md:%d", s.line)
+		if args[len(args)-1] == "serve" {
+			got, want := readmeServe(t, bin, work, args, s.want)
+			assert.Equal(t, want, got, "README.md:%d: revkv %s", s.line, s.cmd)
+			continue
+		}
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = work
 		got, _ := cmd.CombinedOutput()
@@ -115,6 +120,36 @@ func TestReadmeSamples(t *testing.T) {
 		got := strings.Join(cliFormat(v), "\n")
 		assert.Equal(t, ms.ReplaceAllString(s.want, "(integer) <unix ms>"), ms.ReplaceAllString(got, "(integer) <unix ms>"),
 			"README.md:%d: redis-cli %s\n%s", s.line, s.cmd, got)
+	}
+}
+
+// readmeServe runs a sample of 'revkv serve', which serves until it is
+// stopped, on a free port in place of the default one the README shows:
+// it returns the first line the command printed and the sample's, the
+// port swapped in, then stops it.
+func readmeServe(t *testing.T, bin, work string, args []string, want string) (string, string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, append(args, "--addr", addr)...)
+	cmd.Dir = work
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = cmd.Stdout
+	require.NoError(t, cmd.Start())
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(out).ReadString('\n')
+		line <- strings.TrimRight(l, "\n")
+	}()
+	select {
+	case got := <-line:
+		return got, strings.ReplaceAll(want, "127.0.0.1:8380", addr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("revkv %s printed nothing in 30 s", strings.Join(args, " "))
+		return "", ""
 	}
 }
 

@@ -17,7 +17,7 @@
 // offset, or the revision).
 //
 // Only import, repair, checkpoint and compact change the directory. Every other
-// command opens it with revkv.WithReadOnly, which leaves every byte of it
+// command (serve too) opens it with revkv.WithReadOnly, which leaves every byte of it
 // as it was (expiries that fell due are not written; reads treat those
 // keys as missing all the same).
 //
@@ -80,6 +80,13 @@
 //	    Forget the history below REV: the floor becomes REV. A REV below
 //	    the floor, or after the latest revision, is refused.
 //	    e.g. revkv --dir data compact 100
+//	serve [--addr HOST:PORT] [--token TOKEN]
+//	    Serve a read-only page over the directory, and its JSON API under
+//	    /api/: the keys, a key's timeline, the state at a revision or time,
+//	    a diff, the digest and its verification (package web). It listens
+//	    on 127.0.0.1:8380 by default; elsewhere only with a token (--token
+//	    or $REVKV_TOKEN). Ctrl-C stops it.
+//	    e.g. revkv --dir data serve
 //	help [COMMAND]
 //	    The tool's usage, or COMMAND's (also: --help, -h, COMMAND --help).
 //	--version

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,7 +46,10 @@ type cli struct {
 	// The command's flags, as given: parsed by the command (a bad value is
 	// a usage error naming the flag).
 	rev, at, from, to, digest string
+	addr, token               string          // serve's
 	set                       map[string]bool // the flags given on the command line
+	// ctx, if not nil, ends serve when it is done (else SIGINT or SIGTERM do).
+	ctx context.Context
 }
 
 // usageError is a command line the tool cannot run: exit status 2.
@@ -191,6 +195,10 @@ func (c *cli) flagVar(name string) *string {
 		return &c.to
 	case "digest":
 		return &c.digest
+	case "addr":
+		return &c.addr
+	case "token":
+		return &c.token
 	}
 	panic("revkv: no flag " + name)
 }
