@@ -96,6 +96,7 @@ func (d *disk[V]) forget(s *state[V], floor int64) {
 	if d.chain == nil || s.revs == nil {
 		return
 	}
+	s.fillSealedLocked()
 	rk := s.revs
 	keptAt := func(r int64) bool {
 		if r < rk.base || r >= rk.base+int64(len(rk.kls)) {
@@ -114,7 +115,7 @@ func (d *disk[V]) swept(s *state[V]) {
 	d.chainMu.Lock()
 	base := d.chain.Base()
 	d.chainMu.Unlock()
-	need := olderNeeded(s.tree, base)
+	need := s.olderNeeded(s.tree, base)
 	d.chainMu.Lock()
 	d.chain.KeepOld(func(r int64) bool { return need[r] || r >= base })
 	d.chainMu.Unlock()
@@ -156,10 +157,11 @@ func writeChain[V any](w *wal.SnapshotWriter, digests *chain.Seq, notes []noteSp
 
 // olderNeeded returns the revisions whose digests the entries of keys at
 // or below base need: each one's own and the one before it.
-func olderNeeded[V any](keys *btree.BTreeG[*keyLog[V]], base int64) map[int64]bool {
+func (s *state[V]) olderNeeded(keys *btree.BTreeG[*keyLog[V]], base int64) map[int64]bool {
 	need := map[int64]bool{}
 	keys.Ascend(func(kl *keyLog[V]) bool {
 		kl.mu.RLock()
+		lo, sb := kl.log.SealedFrom(), kl.log.SealedBelow()
 		for _, e := range kl.log.Entries() {
 			if e.Rev > base {
 				break
@@ -167,6 +169,14 @@ func olderNeeded[V any](keys *btree.BTreeG[*keyLog[V]], base int64) map[int64]bo
 			need[e.Rev], need[e.Rev-1] = true, true
 		}
 		kl.mu.RUnlock()
+		if sb > 0 && lo <= base { // sealed entries below base
+			for e, err := range s.sealedRange(kl.key, lo, min(base, sb-1)) {
+				if err != nil {
+					break
+				}
+				need[int64(e.Rev)], need[int64(e.Rev)-1] = true, true
+			}
+		}
 		return true
 	})
 	return need

@@ -80,6 +80,12 @@ func (s *state[V]) checkpoint() error {
 			return d.fail(err)
 		}
 	}
+	if s.opts.seals() {
+		// Before the snapshot, which then holds only what memory keeps.
+		if err := s.seal(h.Rev); err != nil {
+			return err
+		}
+	}
 	st.Times = make([]wal.Instant, times.Len())
 	for i := range st.Times {
 		st.Times[i].Sec, st.Times[i].Nsec = times.At(int64(i))
@@ -91,7 +97,7 @@ func (s *state[V]) checkpoint() error {
 	}
 	// The older digests the snapshot's entries need: a trim meanwhile
 	// may leave the snapshot fewer entries, never more.
-	need := olderNeeded(keys, digests.Base())
+	need := s.olderNeeded(keys, digests.Base())
 	keep := func(r int64) bool { return need[r] || r >= digests.Base() }
 	digests.KeepOld(keep)
 	if err = writeChain(w, digests, notes, h.Rev); err != nil {

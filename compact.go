@@ -168,6 +168,10 @@ func (s *state[V]) compactKeyLocked(kl *keyLog[V]) int {
 		// every revision from cut on.
 		s.removeKeyLocked(kl)
 	}
+	hidden := 0
+	if kl.log.SealedBelow() > 0 {
+		hidden = s.dur.hideSealed(s, kl, cut) // what the cut drops of the sealed entries
+	}
 	kl.mu.Lock()
 	n, empty := kl.log.CutBefore(cut)
 	kl.mu.Unlock()
@@ -177,7 +181,7 @@ func (s *state[V]) compactKeyLocked(kl *keyLog[V]) int {
 	if n > 0 {
 		s.dur.trimmed(s, kl, empty, false)
 	}
-	return n
+	return n + hidden
 }
 
 // removeKeyLocked takes kl out of the index, the tree and the slots (moving

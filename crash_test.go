@@ -24,7 +24,17 @@ var killCycles = flag.Int("kill-cycles", 3, "kill -9 cycles per sync mode of Tes
 
 // crashModes are the sync modes the kill -9 tests run in, by the name the
 // child is given.
-var crashModes = map[string]revkv.SyncMode{"always": revkv.SyncAlways, "interval": revkv.SyncInterval, "never": revkv.SyncNever}
+var crashModes = map[string]revkv.SyncMode{"always": revkv.SyncAlways, "interval": revkv.SyncInterval, "never": revkv.SyncNever, "sealed": revkv.SyncAlways}
+
+// crashOptions are the child's options in a mode: "sealed" is SyncAlways
+// with history sealed every few KiB, so that kills land in seals.
+func crashOptions(mode string) []revkv.Option {
+	opts := []revkv.Option{revkv.WithCheckpointBytes(256 << 10), revkv.WithSync(crashModes[mode]), revkv.WithSyncInterval(100 * time.Millisecond)}
+	if mode == "sealed" {
+		opts = append(opts, revkv.WithMemory(16<<10))
+	}
+	return opts
+}
 
 // crashKey is the key revision r writes in TestCrash: every revision's key
 // and value follow from its number, so a reopened store can be checked
@@ -67,7 +77,7 @@ func TestCrash(t *testing.T) {
 	if testing.Short() || *killCycles == 0 {
 		t.Skip("kill -9 cycles: run without -short")
 	}
-	for _, mode := range []string{"always", "interval", "never"} {
+	for _, mode := range []string{"always", "interval", "never", "sealed"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			rng := rand.New(rand.NewSource(time.Now().UnixNano()))
@@ -140,7 +150,7 @@ func checkCrashHistory(t *testing.T, s *revkv.Store[string]) {
 }
 
 func crashChild(dir, mode string) {
-	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithCheckpointBytes(256<<10), revkv.WithSync(crashModes[mode]), revkv.WithSyncInterval(100*time.Millisecond))
+	s, err := revkv.Open(dir, revkv.StringCodec(), crashOptions(mode)...)
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)
@@ -170,7 +180,7 @@ func TestCrashConcurrent(t *testing.T) {
 	if testing.Short() || *killCycles == 0 {
 		t.Skip("kill -9 cycles: run without -short")
 	}
-	for _, mode := range []string{"always", "interval", "never"} {
+	for _, mode := range []string{"always", "interval", "never", "sealed"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			rng := rand.New(rand.NewSource(time.Now().UnixNano()))
@@ -221,7 +231,7 @@ func TestCrashConcurrent(t *testing.T) {
 }
 
 func crashConcurrentChild(dir, mode string) {
-	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithCheckpointBytes(256<<10), revkv.WithSync(crashModes[mode]), revkv.WithSyncInterval(100*time.Millisecond))
+	s, err := revkv.Open(dir, revkv.StringCodec(), crashOptions(mode)...)
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)

@@ -1,6 +1,7 @@
 package revkv
 
 import (
+	"cmp"
 	"iter"
 	"slices"
 	"strconv"
@@ -44,15 +45,19 @@ func (s *Store[V]) Diff(prefix string, from, to Revision) iter.Seq2[KeyDiff[V], 
 		for _, kl := range kls {
 			b, bok := before.at(kl)
 			a, aok := after.at(kl)
-			if bok == aok && (!bok || b.Rev == a.Rev) {
+			if err := cmp.Or(before.readErr(), after.readErr()); err != nil {
+				yield(KeyDiff[V]{}, diffErr(prefix, int64(from), int64(to), err))
+				return
+			}
+			if bok == aok && (!bok || b.rev() == a.rev()) {
 				continue
 			}
 			d := KeyDiff[V]{Key: kl.key}
 			if bok {
-				d.Before = entryOf(kl.key, &b, &s.zones)
+				d.Before = b.public(kl.key, &s.zones)
 			}
 			if aok {
-				d.After = entryOf(kl.key, &a, &s.zones)
+				d.After = a.public(kl.key, &s.zones)
 			}
 			if !yield(d, nil) {
 				return
@@ -111,6 +116,10 @@ func (f fromTo) String() string {
 type revKeys[V any] struct {
 	base int64
 	kls  []*keyLog[V]
+	// sealed is set when the index was built from logs some of whose
+	// entries were sealed: their revisions' slots are nil until
+	// fillSealedLocked reads the tier (sealed.go).
+	sealed bool
 }
 
 // revKeysLocked returns the index, building it from the keys' logs on the
@@ -119,6 +128,7 @@ func (s *state[V]) revKeysLocked() *revKeys[V] {
 	if s.revs == nil {
 		s.buildRevKeysLocked(s.keepLocked() - 1) // the chain looks one lower (disk.forget)
 	}
+	s.fillSealedLocked()
 	return s.revs
 }
 
@@ -132,6 +142,7 @@ func (s *state[V]) buildRevKeysLocked(base int64) {
 				rk.kls[e.Rev-base] = kl
 			}
 		}
+		rk.sealed = rk.sealed || kl.log.SealedBelow() > base
 		return true
 	})
 	s.revs = rk

@@ -127,6 +127,17 @@
 // such a store is ErrReadOnly. WithFS(vfs.NewMem()) keeps the directory in
 // memory, on a file system that can crash as a power cut would: for tests.
 //
+// # History beyond memory
+//
+// With WithMemory(bytes), a store on a directory keeps only each key's
+// newest entry and the latest history in memory: every so often a
+// checkpoint seals the history written since the last one into an
+// immutable segment file, and reads of older revisions read the block of
+// the segment that holds the answer. Every answer is the same as without
+// the option. HistoryRange streams a key's history in a range in bounded
+// memory; a View whose read met a damaged segment answers the key as
+// missing and says why in View.Err.
+//
 // # Following changes
 //
 // Changes(prefix, from, to) lists every entry of the keys under a prefix

@@ -44,6 +44,10 @@ type durability[V any] interface {
 	// removed, that the key is gone); count says a count trim raised
 	// Floor with it. compacted logs a compaction at rev with time t.
 	trimmed(s *state[V], kl *keyLog[V], removed, count bool)
+	// hideSealed hides kl's sealed entries that a compaction at cut drops
+	// (all below the one visible at cut): the tier says which they are
+	// (seal.go). It returns how many it hid.
+	hideSealed(s *state[V], kl *keyLog[V], cut int64) int
 	compacted(s *state[V], rev int64, t time.Time)
 	// forget lets the hash chain go of the digests below the new floor
 	// that no kept entry needs (publishFloorLocked).
@@ -91,6 +95,7 @@ func (memory[V]) committed(s *state[V], cs []change[V])                 { s.publ
 func (memory[V]) cap(s *state[V], kl *keyLog[V])                        { s.trimKeyLocked(kl) }
 func (memory[V]) pending(string) *keyLog[V]                             { return nil }
 func (memory[V]) trimmed(*state[V], *keyLog[V], bool, bool)             {}
+func (memory[V]) hideSealed(*state[V], *keyLog[V], int64) int           { return 0 }
 func (memory[V]) compacted(*state[V], int64, time.Time)                 {}
 func (memory[V]) forget(*state[V], int64)                               {}
 func (memory[V]) swept(*state[V])                                       {}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/revkv/revkv/chain"
+	"github.com/revkv/revkv/segment"
 	"github.com/revkv/revkv/vfs"
 	"github.com/revkv/revkv/wal"
 )
@@ -99,6 +100,14 @@ type disk[V any] struct {
 	chained wal.Chained    // guarded by state.mu: the batch record being made
 	settled []byte         // guarded by state.mu: settle's buffer
 	digests []chain.Digest // guarded by state.mu: the digests of the batch being recorded
+
+	// The sealed tier (seal.go, sealed.go). tier is nil until the
+	// directory has a manifest, and replaced whole by each seal; a reader
+	// loads it after reading a key's log, so it sees every segment the
+	// log's mark counts on. manifest is what the directory's manifest
+	// says, guarded by ckptMu.
+	tier     atomic.Pointer[sealed[V]]
+	manifest segment.Manifest
 }
 
 // Open returns a store whose state lives in dir (created if missing) and
@@ -148,7 +157,11 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	st := newState[V](o)
 	d := &disk[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1), mode: o.sync}
 	st.disk, st.dur = d, replay[V]{d}
-	tail, err := st.recover()
+	err = d.openTier(o.readOnly)
+	var tail wal.Tail
+	if err == nil {
+		tail, err = st.recover()
+	}
 	st.dur = d
 	d.tornTail(tail, st.order.Next(), !o.readOnly) // before OpenWriter cuts it
 	if err == nil && !o.readOnly {
@@ -156,6 +169,9 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	}
 	d.readOnly = o.readOnly
 	if err != nil {
+		if t := d.tier.Load(); t != nil {
+			t.close()
+		}
 		lock.Close()
 		var c *wal.Corruption
 		if errors.As(err, &c) {
@@ -274,6 +290,9 @@ func (d *disk[V]) upkept() error {
 func (d *disk[V]) close() error {
 	d.ckptMu.Lock()
 	defer d.ckptMu.Unlock()
+	// The segments stay open: reads of a closed store still answer
+	// (contract §6), and a segment never changes; the garbage collector
+	// closes them with the store.
 	if d.readOnly {
 		return d.lock.Close()
 	}

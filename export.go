@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/revkv/revkv/chain"
-	"github.com/revkv/revkv/revlog"
 )
 
 // Export writes the history of a store on a directory to w as JSON lines
@@ -68,53 +67,112 @@ func (s *state[V]) export(w io.Writer, prefix string) error {
 	// import keeps the same: not from the digests' own base, which need
 	// not be.
 	from := max(s.order.Base()-1, 1)
+	s.fillSealedLocked()
 	lo := s.revs.base
-	var older []keyEntry[V]
+	var older []exEntry[V]
+	var err error
 	s.tree.Ascend(func(kl *keyLog[V]) bool {
+		if older, err = ex.olderOf(kl, max(lo, from), older); err != nil {
+			return false
+		}
 		for i, e := range kl.log.Entries() {
 			if e.Rev >= max(lo, from) {
 				break
 			}
-			older = append(older, keyEntry[V]{kl, i})
+			older = append(older, ex.fromLog(kl, i))
 		}
 		return true
 	})
-	slices.SortFunc(older, func(a, b keyEntry[V]) int { return int(a.rev() - b.rev()) })
-	for _, ke := range older {
-		if r := ke.rev(); r < from {
-			if err := ex.line(r, ke.kl, ke.i); err != nil {
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(older, func(a, b exEntry[V]) int { return int(a.rev - b.rev) })
+	for i := range older {
+		if r := older[i].rev; r < from {
+			if err := ex.line(r, older[i].kl, &older[i]); err != nil {
 				return err
 			}
 		}
 	}
 	j := 0
 	for r := max(from, 1); r <= h.Rev; r++ {
+		var x *exEntry[V]
 		var kl *keyLog[V]
-		i := -1
 		if r < lo {
-			for j < len(older) && older[j].rev() < r {
+			for j < len(older) && older[j].rev < r {
 				j++
 			}
-			if j < len(older) && older[j].rev() == r {
-				kl, i = older[j].kl, older[j].i
+			if j < len(older) && older[j].rev == r {
+				x, kl = &older[j], older[j].kl
 			}
 		} else if kl = s.revs.at(r); kl != nil {
-			i = kl.log.Index(r)
+			one, ok, err := ex.at(kl, r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				x = &one
+			}
 		}
-		if err := ex.line(r, kl, i); err != nil {
+		if err := ex.line(r, kl, x); err != nil {
 			return err
 		}
 	}
 	return bw.Flush()
 }
 
-// keyEntry is the i-th entry of a key's log.
-type keyEntry[V any] struct {
-	kl *keyLog[V]
-	i  int
+// exEntry is an entry to export: from a key's log or the sealed tier.
+type exEntry[V any] struct {
+	kl    *keyLog[V]
+	rev   int64
+	e     Entry[V]
+	first bool // the key's oldest retained entry: its line says how it was cut
 }
 
-func (k keyEntry[V]) rev() int64 { return k.kl.log.Entries()[k.i].Rev }
+// fromLog is the i-th entry of kl's log.
+func (ex *exporter[V]) fromLog(kl *keyLog[V], i int) exEntry[V] {
+	e := &kl.log.Entries()[i]
+	return exEntry[V]{kl: kl, rev: e.Rev, e: entryOf(kl.key, e, &ex.s.zones), first: i == 0 && kl.log.SealedBelow() == 0}
+}
+
+// olderOf appends kl's sealed entries below rev to out.
+func (ex *exporter[V]) olderOf(kl *keyLog[V], rev int64, out []exEntry[V]) ([]exEntry[V], error) {
+	sb, lo := kl.log.SealedBelow(), kl.log.SealedFrom()
+	if sb == 0 || lo >= rev {
+		return out, nil
+	}
+	for e, err := range ex.s.sealedRange(kl.key, lo, min(rev, sb)-1) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, exEntry[V]{kl: kl, rev: int64(e.Rev), e: e, first: ex.isFirst(kl, int64(e.Rev))})
+	}
+	return out, nil
+}
+
+// at returns kl's entry of revision r, from its log or the tier.
+func (ex *exporter[V]) at(kl *keyLog[V], r int64) (exEntry[V], bool, error) {
+	if sb := kl.log.SealedBelow(); r < sb {
+		e, ok, err := ex.s.sealedRead(kl.key, r)
+		if err != nil || !ok || int64(e.Rev) != r || r < kl.log.SealedFrom() {
+			return exEntry[V]{}, false, err
+		}
+		return exEntry[V]{kl: kl, rev: r, e: e, first: ex.isFirst(kl, r)}, true, nil
+	}
+	if i := kl.log.Index(r); i >= 0 {
+		return ex.fromLog(kl, i), true, nil
+	}
+	return exEntry[V]{}, false, nil
+}
+
+// isFirst reports whether r is the revision of sealed kl's oldest retained
+// entry.
+func (ex *exporter[V]) isFirst(kl *keyLog[V], r int64) bool {
+	for e, err := range ex.s.sealedRange(kl.key, kl.log.SealedFrom(), r) {
+		return err == nil && int64(e.Rev) == r
+	}
+	return false
+}
 
 // exporter writes an export's lines, under the write lock.
 type exporter[V any] struct {
@@ -130,18 +188,18 @@ type exporter[V any] struct {
 	n       int64
 }
 
-// line writes the line of revision r: the i-th entry of kl's log, or, for
-// i < 0, its time and digest alone (none with a prefix).
-func (ex *exporter[V]) line(r int64, kl *keyLog[V], i int) error {
+// line writes the line of revision r: x, an entry of kl, or, for x nil,
+// its time and digest alone (none with a prefix).
+func (ex *exporter[V]) line(r int64, kl *keyLog[V], x *exEntry[V]) error {
 	s := ex.s
-	if ex.prefix != "" && (i < 0 || !strings.HasPrefix(kl.key, ex.prefix)) {
+	if ex.prefix != "" && (x == nil || !strings.HasPrefix(kl.key, ex.prefix)) {
 		return nil
 	}
 	l := &ex.l
 	*l = lineOut{rev: r}
 	d, ok := ex.digests.At(r)
 	switch {
-	case !ok && i >= 0:
+	case !ok && x != nil:
 		return fmt.Errorf("revision %d: no digest", r)
 	case !ok && ex.prefix == "":
 		// Only in a directory from before the chain: a revision before
@@ -154,11 +212,13 @@ func (ex *exporter[V]) line(r int64, kl *keyLog[V], i int) error {
 		}
 	}
 	l.t, l.hasTime = s.order.TimeOf(r)
-	if i >= 0 {
-		e := &kl.log.Entries()[i]
-		l.entry, l.key, l.op, l.t, l.hasTime = true, kl.key, Op(e.Op), e.Time(&s.zones), true
-		l.hasTTL, l.expires = e.HasTTL, e.Expires
-		if e.Op == revlog.Put {
+	if x != nil {
+		e := &x.e
+		l.entry, l.key, l.op, l.t, l.hasTime = true, kl.key, e.Op, e.Time, true
+		if l.hasTTL = !e.ExpiresAt.IsZero(); l.hasTTL {
+			l.expires = e.ExpiresAt.UnixNano()
+		}
+		if e.Op == OpPut {
 			var err error
 			if ex.buf, err = s.disk.codec.Encode(ex.buf[:0], e.Value); err != nil {
 				return fmt.Errorf("revision %d: encoding the value: %w", r, err)
@@ -168,7 +228,7 @@ func (ex *exporter[V]) line(r int64, kl *keyLog[V], i int) error {
 		s.notes.mu.RLock()
 		l.notes = s.notes.notesOf(r)
 		s.notes.mu.RUnlock()
-		if i == 0 {
+		if x.first {
 			l.trimmed, l.dropped = kl.log.Lo() > 0, kl.log.Dropped()
 		}
 	}

@@ -483,8 +483,15 @@ func TestAsyncFaults(t *testing.T) {
 // truncation undone or not). Under SyncNever, nothing is
 // promised at a power cut but the prefix.
 func TestCrashAtEveryOperation(t *testing.T) {
-	for _, mode := range []revkv.SyncMode{revkv.SyncAlways, revkv.SyncNever} {
+	for _, run := range []struct {
+		mode   revkv.SyncMode
+		sealed bool // checkpoints seal: crashes land in segments and manifests too
+	}{{revkv.SyncAlways, false}, {revkv.SyncNever, false}, {revkv.SyncAlways, true}} {
+		mode := run.mode
 		opts := []revkv.Option{revkv.WithSync(mode)}
+		if run.sealed {
+			opts = append(opts, revkv.WithMemory(1<<40)) // seal at the workload's own checkpoints alone
+		}
 		// Count the operations of a run without a crash.
 		m := vfs.NewMem()
 		s, err := revkv.Open("/db", revkv.StringCodec(), append(opts, revkv.WithFS(m))...)
@@ -523,7 +530,7 @@ func TestCrashAtEveryOperation(t *testing.T) {
 				require.NoError(t, s.Close())
 			}
 		}
-		t.Logf("mode %d: crashed after each of %d operations", mode, total)
+		t.Logf("mode %d, sealed %v: crashed after each of %d operations", mode, run.sealed, total)
 	}
 }
 

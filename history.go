@@ -54,20 +54,32 @@ func (s *state[V]) historyRange(key string, lo, hi int64, yield func(Entry[V], e
 	// next is the lowest revision not yet yielded. Each chunk is copied
 	// with the entry after it, whose revision is want: the next chunk must
 	// begin with it, so that a trim between two chunks shows as that entry
-	// gone.
+	// gone. want is 0 where no chunk of the log came before.
 	next, want := lo, int64(0)
 	for first := true; next <= hi; first = false {
-		var known int64
-		buf, known = s.historyChunk(kl, next, hi, buf[:0])
-		gap := first && known > next || !first && (len(buf) == 0 || buf[0].Rev != want)
-		if gap {
-			restart := known // first: where GetAt stops answering ErrCompacted
-			switch {
-			case first:
-			case len(buf) > 0:
+		var c chunk
+		buf, c = s.historyChunk(kl, next, hi, buf[:0])
+		if first && c.known > next {
+			// Where GetAt stops answering ErrCompacted.
+			if !yield(Entry[V]{}, s.compactedFrom(key, Revision(c.known))) {
+				return
+			}
+		}
+		if c.sealed > next {
+			// Sealed history first (never a loss: a seal moved it).
+			end := min(hi, c.sealed-1)
+			for e, err := range s.sealedRange(key, max(next, c.from), end) {
+				if !yield(e, err) || err != nil {
+					return
+				}
+			}
+			next, want = end+1, 0
+			continue
+		}
+		if want > 0 && (len(buf) == 0 || buf[0].Rev != want) {
+			restart := next
+			if len(buf) > 0 {
 				restart = buf[0].Rev
-			default:
-				restart = next
 			}
 			if !yield(Entry[V]{}, s.compactedFrom(key, Revision(restart))) {
 				return
@@ -87,23 +99,32 @@ func (s *state[V]) historyRange(key string, lo, hi int64, yield func(Entry[V], e
 	}
 }
 
+// chunk is what historyChunk read of a key's log besides its entries.
+type chunk struct {
+	lo     int64 // the log's Lo: reads below it are Compacted
+	from   int64 // the log's SealedFrom: its oldest sealed entry
+	known  int64 // the revision below which GetAt answers ErrCompacted (0: none)
+	sealed int64 // the log's SealedBelow
+}
+
 // historyChunk copies up to historyChunk+1 of kl's entries in [rev, hi]
-// into buf, and returns them with the revision below which GetAt answers
-// ErrCompacted for the key (0: none). kl nil is a key not in the store.
-func (s *state[V]) historyChunk(kl *keyLog[V], rev, hi int64, buf []revlog.Entry[V]) ([]revlog.Entry[V], int64) {
-	var known int64
+// into buf, and returns them with what the log says of its bounds. kl nil
+// is a key not in the store.
+func (s *state[V]) historyChunk(kl *keyLog[V], rev, hi int64, buf []revlog.Entry[V]) ([]revlog.Entry[V], chunk) {
+	var c chunk
 	if kl != nil {
 		kl.mu.RLock()
 		buf = kl.log.AppendRange(buf, rev, hi, historyChunk+1)
-		known = kl.log.Lo()
+		c.lo, c.sealed, c.from = kl.log.Lo(), kl.log.SealedBelow(), kl.log.SealedFrom()
 		kl.mu.RUnlock()
 	}
+	c.known = c.lo
 	// Checked after the read, as GetAt does: a Compact during it may have
 	// removed the key.
 	if m := s.compaction.Load(); m != nil {
-		known = max(known, m.rev)
+		c.known = max(c.known, m.rev)
 	}
-	return buf, known
+	return buf, c
 }
 
 // compactedFrom is HistoryRange's ErrCompacted: Rev names the revision

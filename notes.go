@@ -166,7 +166,10 @@ func (n *noteLog[V]) notesOf(rev int64) []string {
 	return nil
 }
 
-// kept reports whether kl's log still holds its entry of revision rev.
+// kept reports whether kl's log still holds its entry of revision rev,
+// which kl made: in memory, or sealed and not hidden by a trim since (a
+// key's retained history has no holes: what trims and compactions drop is
+// its oldest entries).
 func kept[V any](kl *keyLog[V], rev int64) bool {
 	if kl == nil {
 		return false
@@ -174,7 +177,7 @@ func kept[V any](kl *keyLog[V], rev int64) bool {
 	kl.mu.RLock()
 	e, st := kl.log.At(rev)
 	kl.mu.RUnlock()
-	return st == revlog.Found && e.Rev == rev
+	return st == revlog.Found && e.Rev == rev || st == revlog.Sealed
 }
 
 // keptAnywhere reports whether some key still holds its entry of revision
@@ -189,7 +192,16 @@ func (s *state[V]) keptAnywhere(rev int64) bool {
 	s.mu.Unlock()
 	found := false
 	keys.Ascend(func(kl *keyLog[V]) bool {
-		found = kept(kl, rev)
+		kl.mu.RLock()
+		e, st := kl.log.At(rev)
+		kl.mu.RUnlock()
+		switch st {
+		case revlog.Found:
+			found = e.Rev == rev
+		case revlog.Sealed: // kept if the tier's entry at rev is this key's
+			pub, ok, err := s.sealedRead(kl.key, rev)
+			found = err == nil && ok && int64(pub.Rev) == rev
+		}
 		return !found
 	})
 	return found

@@ -24,6 +24,8 @@ type options struct {
 	trimInterval    time.Duration
 	trimSample      int
 	progress        func(Revision)
+	memory          int64 // WithMemory; meaningful when memorySet
+	memorySet       bool
 }
 
 // WithClock sets the clock the store reads for the time of every revision and
@@ -120,6 +122,30 @@ func WithCheckpointBytes(n int64) Option {
 	return func(o *options) { o.checkpointBytes = n }
 }
 
+// WithMemory bounds the history a store on a directory holds in memory
+// beyond each key's newest entry to about bytes: once that much has been
+// logged since the last checkpoint (or WithCheckpointBytes, whichever
+// comes first), a checkpoint seals it, moving it into an immutable
+// segment file that reads open as they need it, and keeps only each
+// key's newest entry in memory and in the snapshot. Every answer is the
+// same with any bound (contract §12). bytes < 0 means no bound: nothing is
+// sealed.
+//
+// A store seals only when this option is given (the contract's default
+// of 256 MiB waits until times and digests move to disk too:
+// docs/sealed-history.md), and not with WithMaxHistory or WithRetention,
+// whose caps bound memory already. A directory that was sealed is read
+// whole by every Open, with this option or not. New ignores it.
+func WithMemory(bytes int64) Option {
+	return func(o *options) { o.memory, o.memorySet = bytes, true }
+}
+
+// seals reports whether a store on a directory with these options seals
+// its history (WithMemory).
+func (o *options) seals() bool {
+	return o.memorySet && o.memory >= 0 && o.maxHistory == 0 && o.retention == 0 && !o.readOnly
+}
+
 // WithFS makes Open keep the store's files in fs instead of the operating
 // system's file system; New ignores it. vfs.NewMem gives one in memory that
 // can crash as a power cut would (what was not synced may or may not
@@ -195,6 +221,12 @@ func build(opts []Option) options {
 	}
 	if o.checkpointBytes == 0 {
 		o.checkpointBytes = 64 << 20
+	}
+	if o.seals() {
+		// History in memory costs about three times its logged bytes (an
+		// entry's 56 bytes and its value's allocation, against a record
+		// that shares its batch's frame): seal at a third of the budget.
+		o.checkpointBytes = min(o.checkpointBytes, max(o.memory/3, 1<<10))
 	}
 	if o.trimSample == 0 {
 		o.trimSample = 20

@@ -47,12 +47,20 @@ func TestModel(t *testing.T) {
 		name       string
 		maxHistory int
 		retention  time.Duration
+		memory     int64 // WithMemory, if not 0: on a directory, history is sealed
 	}{
-		{"none", 0, 0},
-		{"maxHistory", 3, 0},
-		{"retention", 0, 5 * time.Second},
-		{"both", 2, 4 * time.Second},
-		{"maxHistory1", 1, 0},
+		{"none", 0, 0, 0},
+		{"maxHistory", 3, 0, 0},
+		{"retention", 0, 5 * time.Second, 0},
+		{"both", 2, 4 * time.Second, 0},
+		{"maxHistory1", 1, 0, 0},
+		{"sealed", 0, 0, 1 << 10},
+		{"sealed64k", 0, 0, 64 << 10},
+	}
+	memory := func(h *harness, m int64) {
+		if m != 0 {
+			h.opts = append(h.opts, revkv.WithMemory(m))
+		}
 	}
 	for i, set := range sets {
 		t.Run(set.name, func(t *testing.T) {
@@ -70,6 +78,7 @@ func TestModel(t *testing.T) {
 	for i, set := range sets {
 		t.Run("open/"+set.name, func(t *testing.T) {
 			h := newHarnessRand(t, rand.New(rand.NewSource(seed+int64(i)+100)), set.maxHistory, set.retention)
+			memory(h, set.memory)
 			h.makeDurable(t.TempDir(), i%2 == 0)
 			for h.n = 0; h.n < *stepsFlag; h.n++ {
 				h.step()
@@ -84,6 +93,7 @@ func TestModel(t *testing.T) {
 		t.Run("never/"+set.name, func(t *testing.T) {
 			h := newHarnessRand(t, rand.New(rand.NewSource(seed+int64(i)+300)), set.maxHistory, set.retention)
 			h.opts = append(h.opts, revkv.WithSync(revkv.SyncNever))
+			memory(h, set.memory)
 			h.makeDurable(t.TempDir(), i%2 == 1)
 			// Half the steps: only how writes reach the file differs from
 			// open/, and -race makes each set a quarter of CI's run.
@@ -102,6 +112,7 @@ func TestModel(t *testing.T) {
 			h := newHarnessRand(t, rand.New(rand.NewSource(seed+int64(i)+200)), set.maxHistory, set.retention)
 			h.fs = vfs.NewMem()
 			h.opts = append(h.opts, revkv.WithFS(h.fs))
+			memory(h, set.memory)
 			h.makeDurable("/db", i%2 == 1)
 			for h.n = 0; h.n < *stepsFlag; h.n++ {
 				h.step()

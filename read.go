@@ -147,6 +147,15 @@ func (s *Store[V]) History(key string) []Entry[V] {
 	defer kl.mu.RUnlock()
 	h := s.order.Head()
 	var out []Entry[V]
+	if sb := kl.log.SealedBelow(); sb > 0 {
+		// The sealed entries first: what the tier gives, up to an error.
+		for e, err := range s.sealedRange(key, kl.log.SealedFrom(), sb-1) {
+			if err != nil {
+				break
+			}
+			out = append(out, e)
+		}
+	}
 	for i, es := 0, kl.log.Entries(); i < len(es) && es[i].Rev <= h.Rev; i++ {
 		if out == nil {
 			out = make([]Entry[V], 0, len(es))
@@ -176,12 +185,31 @@ func (s *Store[V]) GetAt(key string, rev Revision) (V, bool, error) {
 		e, st = kl.log.At(r)
 		kl.mu.RUnlock()
 	}
+	if st == revlog.Sealed {
+		return s.getSealed(key, rev)
+	}
 	// The compaction is checked after the read: a Compact that ran during it
 	// may have removed the key, and then the answer is no longer known.
 	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && r < m.rev) {
 		return zero, false, readErr(key, rev, detail(ErrCompacted, "oldest readable is", s.oldestOf(kl)))
 	}
 	if st != revlog.Found || e.Op != revlog.Put {
+		return zero, false, nil
+	}
+	return e.Value, true, nil
+}
+
+// getSealed is GetAt of a revision below the key's sealed mark.
+func (s *state[V]) getSealed(key string, rev Revision) (V, bool, error) {
+	var zero V
+	e, ok, err := s.sealedRead(key, int64(rev))
+	if m := s.compaction.Load(); err == nil && m != nil && int64(rev) < m.rev {
+		err = ErrCompacted
+	}
+	if err != nil {
+		return zero, false, readErr(key, rev, err)
+	}
+	if !ok || e.Op != OpPut {
 		return zero, false, nil
 	}
 	return e.Value, true, nil
@@ -206,10 +234,37 @@ func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 		e, st = kl.log.AsOf(t, s.order.Head().Rev)
 		kl.mu.RUnlock()
 	}
+	if st == revlog.Sealed {
+		return s.getSealedAsOf(key, t)
+	}
 	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && t.Before(m.time)) {
 		return zero, false, keyErr("get", key, "as of", t, detail(ErrCompacted, "oldest readable revision is", s.oldestOf(kl)))
 	}
 	if st != revlog.Found || !e.Live(ttl.Nanos(t)) {
+		return zero, false, nil
+	}
+	return e.Value, true, nil
+}
+
+// getSealedAsOf is GetAsOf of a time below the key's sealed mark: the
+// revision at t, then the tier's entry there.
+func (s *state[V]) getSealedAsOf(key string, t time.Time) (V, bool, error) {
+	var zero V
+	s.mu.Lock()
+	r, known := s.order.RevAt(t)
+	s.mu.Unlock()
+	var e Entry[V]
+	ok, err := false, error(nil)
+	if known {
+		e, ok, err = s.entryAt(key, r)
+	}
+	if m := s.compaction.Load(); err == nil && (!known || m != nil && t.Before(m.time)) {
+		err = ErrCompacted
+	}
+	if err != nil {
+		return zero, false, keyErr("get", key, "as of", t, err)
+	}
+	if !ok || !liveAt(&e, ttl.Nanos(t)) {
 		return zero, false, nil
 	}
 	return e.Value, true, nil

@@ -154,6 +154,7 @@ func (r *keyRecorder[V]) record(codec Codec[V], zones *revlog.Zones, kl *keyLog[
 	kl.mu.RLock()
 	es := kl.log.Entries()
 	r.k.Trimmed, r.k.Dropped = kl.log.Lo() > 0, kl.log.Dropped()
+	r.k.Sealed, r.k.Lo = kl.log.SealedBelow() > 0, kl.log.SealedFrom()
 	for i := range es {
 		if es[i].Rev > last {
 			break

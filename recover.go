@@ -397,7 +397,12 @@ func (replay[V]) record(*state[V], []change[V], int64, time.Time) error { return
 func (replay[V]) cap(*state[V], *keyLog[V])                             {}
 func (replay[V]) pending(string) *keyLog[V]                             { return nil }
 func (replay[V]) trimmed(*state[V], *keyLog[V], bool, bool)             {}
-func (replay[V]) compacted(*state[V], int64, time.Time)                 {}
+
+// hideSealed hides what the replayed compaction hides, and logs nothing.
+func (r replay[V]) hideSealed(s *state[V], kl *keyLog[V], cut int64) int {
+	return r.disk.hide(s, kl, cut, false)
+}
+func (replay[V]) compacted(*state[V], int64, time.Time) {}
 
 func (r replay[V]) committed(s *state[V], cs []change[V]) {
 	s.indexMu.Lock()
@@ -472,6 +477,10 @@ func (s *state[V]) applyTrim(t wal.Trim) error {
 	}
 	if t.Lo > last.Rev {
 		return fmt.Errorf("a trim of %q to revision %d, past its newest %d", t.Key, t.Lo, last.Rev)
+	}
+	if sb := kl.log.SealedBelow(); sb > 0 && t.Lo <= sb { // a compaction's cut among sealed entries
+		kl.log.HideSealed(t.Lo, t.Dropped)
+		return nil
 	}
 	if kl.log.DropBefore(t.Lo) > 0 {
 		s.refreshSlotLocked(kl)

@@ -357,7 +357,14 @@ func (b *snapshotBuilder[V]) key(p []byte, last int64) (restoredKey[V], error) {
 		r.log.Append(e)
 		prev, _ = r.log.Last()
 	}
-	if k.Trimmed {
+	switch {
+	case k.Sealed:
+		if err := s.checkSealed(k, last); err != nil {
+			return restoredKey[V]{}, err
+		}
+		r.log.MarkSealed(k.Lo, k.Trimmed)
+		r.log.SetDropped(k.Dropped)
+	case k.Trimmed:
 		r.log.MarkTrimmed()
 		r.log.SetDropped(k.Dropped)
 	}

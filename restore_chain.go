@@ -135,6 +135,16 @@ func (s *state[V]) restoreChain(digests *chain.Seq, notes []wal.Notes, noted []n
 			sp.kls[n.rev-sp.first] = n.kl
 		}
 	}
+	// The annotated revisions whose entries are sealed: the tier says
+	// whose they are.
+	for i := range s.notes.spans {
+		sp := &s.notes.spans[i]
+		for j, kl := range sp.kls {
+			if kl == nil {
+				sp.kls[j] = s.sealedKeyOf(sp.first + int64(j))
+			}
+		}
+	}
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/revkv/revkv/revlog"
@@ -186,4 +188,169 @@ func (s *state[V]) locate(x *segment.Entry, zones []zoneKey) (time.Time, error) 
 	}
 	z := zones[x.Zone]
 	return s.timeOf(&wal.Entry{Rev: x.Rev, Sec: x.Sec, Nsec: x.Nsec, Zone: z.name, Offset: z.offset})
+}
+
+// openTier opens the segments of the directory's manifest, if it has one,
+// and (unless read-only) removes the segment files a seal wrote but no
+// manifest lists: a crash before the manifest was replaced left them, and
+// they count for nothing.
+func (d *disk[V]) openTier(readOnly bool) error {
+	m, ok, err := segment.ReadManifest(d.fs, d.dir)
+	if err != nil {
+		return corruptSegment(segment.ManifestName, err)
+	}
+	if ok {
+		t, err := openSealed[V](d.fs, d.dir, m)
+		if err != nil {
+			return err
+		}
+		d.tier.Store(t)
+		d.manifest = m
+	}
+	if readOnly {
+		return nil
+	}
+	names, err := d.fs.List(d.dir)
+	if err != nil {
+		return err
+	}
+	listed := map[string]bool{}
+	for _, r := range m.Segments {
+		listed[r.Name()] = true
+	}
+	for _, n := range names {
+		if (strings.HasSuffix(n, ".seg") || strings.HasSuffix(n, ".seg.tmp")) && !listed[n] {
+			if err := d.fs.Remove(filepath.Join(d.dir, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkSealed checks a snapshot's sealed key against the tier: its sealed
+// history must lie in the manifest's segments.
+func (s *state[V]) checkSealed(k *wal.Key, last int64) error {
+	t := s.disk.tier.Load()
+	switch {
+	case t == nil:
+		return fmt.Errorf("key %q: its older history is sealed, but the directory has no manifest: %w", k.Key, ErrCorrupt)
+	case len(k.Entries) > 0 && k.Entries[0].Rev-1 > t.last():
+		return fmt.Errorf("key %q: its history is sealed below revision %d, but the segments end at %d: %w", k.Key, k.Entries[0].Rev, t.last(), ErrCorrupt)
+	}
+	return nil
+}
+
+// seal moves the history up to revision h, the head a checkpoint took,
+// out of memory: it writes the revisions since the last seal into a
+// segment, durably, replaces the manifest with one that lists it, opens
+// it, and then drops from each key's log the entries older than its
+// newest at or below h, which the tier now answers for. The caller holds
+// ckptMu. A crash anywhere leaves the old manifest (the new segment file
+// counts for nothing, and the next Open removes it) or the new one; the
+// snapshot written after this holds each key's mark.
+func (s *state[V]) seal(h int64) error {
+	d := s.disk
+	lo := int64(1)
+	if n := len(d.manifest.Segments); n > 0 {
+		lo = d.manifest.Segments[n-1].Last + 1
+	}
+	if h < lo {
+		return nil
+	}
+	ref, err := s.sealRange(lo, h)
+	if err != nil {
+		return err
+	}
+	m := segment.Manifest{Gen: d.manifest.Gen + 1, Segments: append(slices.Clone(d.manifest.Segments), ref)}
+	if err := segment.WriteManifest(d.fs, d.dir, &m); err != nil {
+		return err
+	}
+	t, err := d.tier.Load().with(d.fs, d.dir, ref)
+	if err != nil {
+		return err
+	}
+	d.manifest = m
+	d.tier.Store(t)
+	s.evict(h)
+	return nil
+}
+
+// evict drops from every key's log the entries older than its newest at
+// or below h, a few hundred keys per hold of the write lock, so that
+// writers wait for no more than that.
+func (s *state[V]) evict(h int64) {
+	s.mu.Lock()
+	keys := s.tree.Clone()
+	s.mu.Unlock()
+	var batch []*keyLog[V]
+	flush := func() {
+		s.mu.Lock()
+		for _, kl := range batch {
+			kl.mu.Lock()
+			kl.log.Seal(h)
+			kl.mu.Unlock()
+		}
+		s.mu.Unlock()
+		batch = batch[:0]
+	}
+	keys.Ascend(func(kl *keyLog[V]) bool {
+		if batch = append(batch, kl); len(batch) == 256 {
+			flush()
+		}
+		return true
+	})
+	flush()
+}
+
+// hideSealed hides kl's sealed entries below the one visible at cut, and
+// logs the cut as a trim for Open to replay.
+func (d *disk[V]) hideSealed(s *state[V], kl *keyLog[V], cut int64) int {
+	return d.hide(s, kl, cut, true)
+}
+
+// hide reads from the tier the entry of kl visible at cut and the one
+// before it, and hides what lies below the first; with the entry visible
+// at cut in memory (cut at or above the sealed mark), every sealed entry.
+// Where the tier cannot be read, it hides every sealed entry below cut:
+// the read that needed the one visible at cut answers ErrCompacted rather
+// than a guess.
+func (d *disk[V]) hide(s *state[V], kl *keyLog[V], cut int64, log bool) int {
+	kl.mu.RLock()
+	sb, was := kl.log.SealedBelow(), kl.log.SealedFrom()
+	kl.mu.RUnlock()
+	lo, dropped := min(cut, sb), int64(0)
+	if t := d.tier.Load(); t != nil {
+		v, ok, err := s.sealedAt(t, kl.key, min(cut, sb-1))
+		switch {
+		case err != nil:
+		case !ok:
+			return 0 // every sealed entry is above cut: nothing to hide
+		case cut >= sb:
+			dropped = int64(v.Rev) // the newest sealed entry
+		default:
+			lo = int64(v.Rev)
+			if p, ok, err := s.sealedAt(t, kl.key, lo-1); err == nil && ok {
+				dropped = int64(p.Rev)
+			}
+		}
+	}
+	if lo <= was {
+		return 0 // hidden already
+	}
+	n := 0
+	for _, err := range s.sealedRange(kl.key, was, lo-1) {
+		if err != nil {
+			break
+		}
+		n++
+	}
+	kl.mu.Lock()
+	kl.log.HideSealed(lo, dropped)
+	kl.mu.Unlock()
+	if log {
+		d.rec = wal.AppendTrim(d.rec[:0], wal.Trim{Key: kl.key, Lo: lo, Dropped: kl.log.Dropped()})
+		d.writeNow(wal.KindTrim, d.rec)
+	}
+	return n
 }

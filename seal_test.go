@@ -88,8 +88,9 @@ func TestSealedAgrees(t *testing.T) {
 				require.NoError(t, err)
 				refs = append(refs, ref)
 			}
-			require.NoError(t, segment.WriteManifest(m, "/db", &segment.Manifest{Gen: 1, Segments: refs}))
-			tier, err := openSealed[string](m, "/db")
+			man := segment.Manifest{Gen: 1, Segments: refs}
+			require.NoError(t, segment.WriteManifest(m, "/db", &man))
+			tier, err := openSealed[string](m, "/db", man)
 			require.NoError(t, err)
 			defer tier.close()
 
@@ -170,11 +171,12 @@ func TestSealedDamage(t *testing.T) {
 	h := int64(s.Rev())
 	ref, err := s.sealRange(1, h)
 	require.NoError(t, err)
-	require.NoError(t, segment.WriteManifest(m, "/db", &segment.Manifest{Gen: 1, Segments: []segment.Ref{ref}}))
+	man := segment.Manifest{Gen: 1, Segments: []segment.Ref{ref}}
+	require.NoError(t, segment.WriteManifest(m, "/db", &man))
 	name := filepath.Join("/db", ref.Name())
 	good := m.Bytes(name)
 	readAll := func() error {
-		tier, err := openSealed[string](m, "/db")
+		tier, err := openSealed[string](m, "/db", man)
 		if err != nil {
 			return err
 		}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"iter"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
+	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/segment"
 	"github.com/revkv/revkv/vfs"
 )
@@ -29,14 +31,10 @@ type sealed[V any] struct {
 	zones [][]zoneKey
 }
 
-// openSealed opens the segments of dir's manifest; none is an empty tier.
-// A segment that is missing, damaged or disagrees with the manifest is
-// ErrCorrupt, naming the file.
-func openSealed[V any](fsys vfs.FS, dir string) (*sealed[V], error) {
-	m, ok, err := segment.ReadManifest(fsys, dir)
-	if err != nil || !ok {
-		return &sealed[V]{}, corruptSegment(segment.ManifestName, err)
-	}
+// openSealed opens the segments of dir's manifest m. A segment that is
+// missing, damaged or disagrees with the manifest is ErrCorrupt, naming the
+// file.
+func openSealed[V any](fsys vfs.FS, dir string, m segment.Manifest) (*sealed[V], error) {
 	t := &sealed[V]{refs: m.Segments}
 	for i, ref := range m.Segments {
 		name := ref.Name()
@@ -68,6 +66,27 @@ func openSealed[V any](fsys vfs.FS, dir string) (*sealed[V], error) {
 	return t, nil
 }
 
+// with returns a tier holding t's segments (t may be nil) and the new one
+// ref names, opened from dir; t's files are shared, not reopened.
+func (t *sealed[V]) with(fsys vfs.FS, dir string, ref segment.Ref) (*sealed[V], error) {
+	n := &sealed[V]{}
+	if t != nil {
+		n.refs, n.segs = slices.Clone(t.refs), slices.Clone(t.segs)
+		n.files, n.zones = slices.Clone(t.files), slices.Clone(t.zones)
+	}
+	one, err := openSealed[V](fsys, dir, segment.Manifest{Segments: []segment.Ref{ref}})
+	if err != nil {
+		return nil, err
+	}
+	n.refs, n.segs = append(n.refs, ref), append(n.segs, one.segs...)
+	n.files, n.zones = append(n.files, one.files...), append(n.zones, one.zones...)
+	if k := len(n.refs); k > 1 && n.refs[k-2].Last == ref.First-1 && n.segs[k-1].Footer().Prev != n.refs[k-2].Digest {
+		one.close()
+		return nil, corruptSegment(ref.Name(), fmt.Errorf("%w: its chain does not follow the segment before it", segment.ErrCorrupt))
+	}
+	return n, nil
+}
+
 // agrees checks a segment's footer against its manifest entry.
 func agrees(r *segment.Reader, ref segment.Ref, size int64) error {
 	f := r.Footer()
@@ -88,6 +107,14 @@ func corruptSegment(name string, err error) error {
 		return detail(ErrCorrupt, "", fmt.Sprintf("%s: %v", name, err))
 	}
 	return fmt.Errorf("%s: %w", name, err)
+}
+
+// last returns the last revision the tier covers (0: none).
+func (t *sealed[V]) last() int64 {
+	if len(t.refs) == 0 {
+		return 0
+	}
+	return t.refs[len(t.refs)-1].Last
 }
 
 func (t *sealed[V]) close() {
@@ -188,4 +215,132 @@ func (s *state[V]) publicEntry(t *sealed[V], i int, x *segment.Entry) (Entry[V],
 		}
 	}
 	return e, nil
+}
+
+// sealedRead answers a read of key at rev that the key's log answered
+// Sealed: the tier's newest entry of the key at or below rev. The tier is
+// loaded after the log was read, so it holds every segment the log's mark
+// counts on.
+func (s *state[V]) sealedRead(key string, rev int64) (Entry[V], bool, error) {
+	t := s.disk.tier.Load()
+	if t == nil {
+		return Entry[V]{}, false, detail(ErrCorrupt, "", fmt.Sprintf("key %q: its history is sealed, and no segment holds it", key))
+	}
+	return s.sealedAt(t, key, rev)
+}
+
+// sealedRange yields key's sealed entries with lo <= Rev <= hi.
+func (s *state[V]) sealedRange(key string, lo, hi int64) iter.Seq2[Entry[V], error] {
+	t := s.disk.tier.Load()
+	if t == nil {
+		return func(yield func(Entry[V], error) bool) {
+			yield(Entry[V]{}, detail(ErrCorrupt, "", fmt.Sprintf("key %q: its history is sealed, and no segment holds it", key)))
+		}
+	}
+	return s.sealedHistory(t, key, lo, hi)
+}
+
+// liveAt reports whether a sealed entry holds a value live at t (Unix
+// nanoseconds): revlog.Entry.Live for a public entry.
+func liveAt[V any](e *Entry[V], t int64) bool {
+	return e.Op == OpPut && (e.ExpiresAt.IsZero() || e.ExpiresAt.UnixNano() > t)
+}
+
+// fillSealedLocked fills the index of revisions' keys (revKeys) for the
+// sealed revisions its build found no entry for, from the tier, once.
+// It reads every sealed revision from the index's base on: the price of
+// an index built after a seal (at Open, or a first Diff), paid by its
+// first user. The caller holds state.mu.
+func (s *state[V]) fillSealedLocked() {
+	rk := s.revs
+	if rk == nil || !rk.sealed || s.disk == nil {
+		return
+	}
+	rk.sealed = false
+	t := s.disk.tier.Load()
+	if t == nil {
+		return
+	}
+	set := func(e segment.Entry) {
+		if e.Rev < rk.base || e.Rev >= rk.base+int64(len(rk.kls)) || rk.at(e.Rev) != nil {
+			return
+		}
+		if kl := s.lookupLocked(e.Key); kl != nil && e.Rev < kl.log.SealedBelow() {
+			rk.kls[e.Rev-rk.base] = kl
+		}
+	}
+	for i, r := range t.refs {
+		if r.Last < rk.base {
+			continue
+		}
+		from := t.segs[i].Footer().TimesFrom
+		if from > rk.base { // revisions without locators: the few entries below the segment's times
+			for e, err := range t.segs[i].All() {
+				if err != nil {
+					break
+				}
+				if e.Rev < from {
+					set(e)
+				}
+			}
+		}
+		for e, err := range t.segs[i].Revisions(rk.base, r.Last) {
+			if err != nil {
+				break
+			}
+			set(e)
+		}
+	}
+}
+
+// entryAt returns key's entry visible at rev, from its log or the tier: a
+// read at a revision for GetAsOf, whose log answered Sealed at a time.
+func (s *state[V]) entryAt(key string, rev int64) (Entry[V], bool, error) {
+	kl := s.lookup(key)
+	if kl == nil {
+		return Entry[V]{}, false, nil
+	}
+	kl.mu.RLock()
+	e, st := kl.log.At(rev)
+	kl.mu.RUnlock()
+	switch st {
+	case revlog.Found:
+		return entryOf(key, &e, &s.zones), true, nil
+	case revlog.Sealed:
+		return s.sealedRead(key, rev)
+	case revlog.Compacted:
+		return Entry[V]{}, false, ErrCompacted
+	}
+	return Entry[V]{}, false, nil
+}
+
+// sealedKeyOf returns the log of the key whose sealed entry is revision
+// rev, if the tier holds it and the key's log counts on it; nil
+// otherwise. The caller holds state.mu (or is Open).
+func (s *state[V]) sealedKeyOf(rev int64) *keyLog[V] {
+	t := s.disk.tier.Load()
+	if t == nil {
+		return nil
+	}
+	i := t.covering(rev)
+	if i < 0 || rev > t.refs[i].Last {
+		return nil
+	}
+	seq := t.segs[i].Revisions(rev, rev)
+	if rev < t.segs[i].Footer().TimesFrom {
+		seq = t.segs[i].All()
+	}
+	for e, err := range seq {
+		if err != nil {
+			return nil
+		}
+		if e.Rev == rev {
+			kl := s.lookupLocked(e.Key)
+			if kl != nil && rev >= kl.log.SealedFrom() && rev < kl.log.SealedBelow() {
+				return kl
+			}
+			return nil
+		}
+	}
+	return nil
 }

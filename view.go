@@ -27,6 +27,7 @@ type View[V any] struct {
 	t time.Time
 
 	closed atomic.Bool
+	err    atomic.Pointer[error] // the first read of the sealed tier that failed (Err)
 
 	lenOnce sync.Once
 	n       int // Len, computed once
@@ -103,14 +104,27 @@ func (v *View[V]) Close() {
 	}
 }
 
+// readErr returns the first error a read of the sealed tier met, if any.
+func (v *View[V]) readErr() error {
+	if e := v.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
 // Rev returns the revision the view shows.
 func (v *View[V]) Rev() Revision { return Revision(v.rev) }
 
 // Err reports why the view's reads may have answered less than the whole
-// state: ErrClosed once the view is closed (its reads then answer
-// nothing), nil otherwise. Get, Entry, Scan and Len have no error of their
-// own; code that must know their answers are whole checks Err after them.
+// state: the first error a read of sealed history met (an I/O error, or
+// ErrCorrupt naming the file; that key answered missing), else ErrClosed
+// once the view is closed (its reads then answer nothing), else nil. Get,
+// Entry, Scan and Len have no error of their own; code that must know
+// their answers are whole checks Err after them.
 func (v *View[V]) Err() error {
+	if e := v.err.Load(); e != nil {
+		return revErr("read view", Revision(v.rev), "at", Revision(v.rev), *e)
+	}
 	if v.closed.Load() {
 		return revErr("read view", Revision(v.rev), "at", Revision(v.rev), ErrClosed)
 	}
@@ -119,37 +133,76 @@ func (v *View[V]) Err() error {
 
 // Get returns key's value in the view.
 func (v *View[V]) Get(key string) (V, bool) {
-	e, ok := v.entry(key)
-	return e.Value, ok
+	r, ok := v.entry(key)
+	return r.value(), ok
 }
 
 // Entry returns key's live entry in the view (always an OpPut).
 func (v *View[V]) Entry(key string) (Entry[V], bool) {
-	e, ok := v.entry(key)
+	r, ok := v.entry(key)
 	if !ok {
 		return Entry[V]{}, false
 	}
-	return entryOf(key, &e, &v.s.zones), true
+	return r.public(key, &v.s.zones), true
 }
 
-func (v *View[V]) entry(key string) (revlog.Entry[V], bool) {
+func (v *View[V]) entry(key string) (read[V], bool) {
 	if v.closed.Load() || v.rev == 0 {
-		return revlog.Entry[V]{}, false
+		return read[V]{}, false
 	}
 	if kl := v.s.lookup(key); kl != nil {
 		return v.at(kl)
 	}
-	return revlog.Entry[V]{}, false
+	return read[V]{}, false
+}
+
+// read is a key's entry found by a view: from the key's log (e), or, below
+// the log's sealed mark, from the sealed tier (pub, with sealed set).
+type read[V any] struct {
+	e      revlog.Entry[V]
+	pub    Entry[V]
+	sealed bool
+}
+
+func (r *read[V]) value() V {
+	if r.sealed {
+		return r.pub.Value
+	}
+	return r.e.Value
+}
+
+func (r *read[V]) rev() int64 {
+	if r.sealed {
+		return int64(r.pub.Rev)
+	}
+	return r.e.Rev
+}
+
+func (r *read[V]) public(key string, zones *revlog.Zones) Entry[V] {
+	if r.sealed {
+		return r.pub
+	}
+	return entryOf(key, &r.e, zones)
 }
 
 // at returns kl's live entry at the view. A log removed from the store after
 // the view opened answers Absent, which is right: a key is removed only when
 // its last entry is a tombstone at or below every open view's revision.
-func (v *View[V]) at(kl *keyLog[V]) (revlog.Entry[V], bool) {
+// Below the log's sealed mark it reads the tier; an error there is the
+// view's (Err), and the key answers missing.
+func (v *View[V]) at(kl *keyLog[V]) (read[V], bool) {
 	kl.mu.RLock()
 	e, st := kl.log.At(v.rev)
 	kl.mu.RUnlock()
-	return e, st == revlog.Found && e.Live(ttl.Nanos(v.t))
+	if st == revlog.Sealed {
+		pub, ok, err := v.s.sealedRead(kl.key, v.rev)
+		if err != nil {
+			v.err.CompareAndSwap(nil, &err)
+			return read[V]{}, false
+		}
+		return read[V]{pub: pub, sealed: true}, ok && liveAt(&pub, ttl.Nanos(v.t))
+	}
+	return read[V]{e: e}, st == revlog.Found && e.Live(ttl.Nanos(v.t))
 }
 
 // Scan yields the keys with the given prefix that are live in the view, and
@@ -175,8 +228,8 @@ func (v *View[V]) scan(keys *btree.BTreeG[*keyLog[V]], prefix string, yield func
 		if !strings.HasPrefix(kl.key, prefix) {
 			return false
 		}
-		e, ok := v.at(kl)
-		return !ok || yield(kl.key, e.Value)
+		r, ok := v.at(kl)
+		return !ok || yield(kl.key, r.value())
 	})
 }
 

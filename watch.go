@@ -51,7 +51,7 @@ func (s *Store[V]) Changes(prefix string, from, to Revision) iter.Seq2[Entry[V],
 // written later take revisions above the range, so succ is all the range
 // holds after e: if it is gone when the cursor moves on, it was trimmed.
 type cursor[V any] struct {
-	e    revlog.Entry[V]
+	e    Entry[V]
 	succ int64
 	kl   *keyLog[V]
 }
@@ -59,17 +59,62 @@ type cursor[V any] struct {
 const noNext = math.MaxInt64
 
 // at reads kl's entry at or after rev and the revision of the one after
-// it, under kl's lock.
-func at[V any](kl *keyLog[V], rev int64) (c cursor[V], ok bool, dropped int64) {
+// it, under kl's lock; below the log's sealed mark, from the tier. An
+// error reading the tier is returned as such.
+func (s *state[V]) at(kl *keyLog[V], rev int64) (c cursor[V], ok bool, dropped int64, err error) {
+	kl.mu.RLock()
+	c.kl, c.succ = kl, noNext
+	var e revlog.Entry[V]
+	sb, lo := kl.log.SealedBelow(), kl.log.SealedFrom()
+	if rev >= sb {
+		if e, ok = kl.log.From(rev); ok {
+			c.e = entryOf(kl.key, &e, &s.zones)
+			if n, more := kl.log.From(e.Rev + 1); more {
+				c.succ = n.Rev
+			}
+		}
+		dropped = kl.log.Dropped()
+		kl.mu.RUnlock()
+		return c, ok, dropped, nil
+	}
+	first, inLog := kl.log.From(sb)
+	dropped = kl.log.Dropped()
+	kl.mu.RUnlock()
+	// Below the mark: the tier's first two entries from rev on, or its one
+	// and the log's first.
+	n := 0
+	for x, xerr := range s.sealedRange(kl.key, max(rev, lo), sb-1) {
+		if xerr != nil {
+			return c, false, dropped, xerr
+		}
+		if n++; n == 1 {
+			c.e, ok = x, true
+			continue
+		}
+		c.succ = int64(x.Rev)
+		return c, ok, dropped, nil
+	}
+	switch {
+	case !inLog:
+		return c, ok, dropped, nil // an emptied log: a compaction removed the key
+	case !ok:
+		c.e, ok = entryOf(kl.key, &first, &s.zones), true
+		if n, more := s.fromLog(kl, first.Rev+1); more {
+			c.succ = n
+		}
+		return c, ok, dropped, nil
+	}
+	c.succ = first.Rev
+	return c, ok, dropped, nil
+}
+
+// fromLog returns the revision of kl's first entry in its log at or after
+// rev, if any.
+func (s *state[V]) fromLog(kl *keyLog[V], rev int64) (int64, bool) {
 	kl.mu.RLock()
 	defer kl.mu.RUnlock()
-	c.kl, c.succ = kl, noNext
-	if c.e, ok = kl.log.From(rev); ok {
-		if n, more := kl.log.From(c.e.Rev + 1); more {
-			c.succ = n.Rev
-		}
-	}
-	return c, ok, kl.log.Dropped()
+	e, ok := kl.log.From(rev)
+	return e.Rev, ok
 }
 
 type cursors[V any] []cursor[V]
@@ -198,6 +243,7 @@ func (s *state[V]) changesMerge(prefix string, from, to int64, yield func(Entry[
 	var (
 		cs      cursors[V]
 		restart int64 // > 0: entries from restart-1 down were lost
+		readErr error // a read of the sealed tier failed
 	)
 	lost := func(dropped int64) { restart = max(restart, dropped+1) }
 	s.mu.Lock()
@@ -217,30 +263,46 @@ func (s *state[V]) changesMerge(prefix string, from, to int64, yield func(Entry[
 		if !strings.HasPrefix(kl.key, prefix) {
 			return false
 		}
-		c, ok, dropped := at(kl, from)
+		c, ok, dropped, err := s.at(kl, from)
+		if err != nil {
+			readErr = err
+			return false
+		}
 		if dropped >= from {
 			lost(dropped)
 		}
-		if ok && c.e.Rev <= to {
+		if ok && int64(c.e.Rev) <= to {
 			cs = append(cs, c)
 		}
 		return true
 	})
+	if readErr != nil {
+		yield(Entry[V]{}, keyErr("changes under", prefix, "from", Revision(from), readErr))
+		return false
+	}
 	heap.Init(&cs)
 	for restart == 0 && len(cs) > 0 {
 		c := heap.Pop(&cs).(cursor[V])
-		if !yield(entryOf(c.kl.key, &c.e, &s.zones), nil) {
+		if !yield(c.e, nil) {
 			return false
 		}
 		if c.succ > to {
 			continue // nothing more of this key in range
 		}
-		n, ok, dropped := at(c.kl, c.e.Rev+1)
-		if !ok || n.e.Rev != c.succ { // trimmed (or removed) past this reader meanwhile
+		n, ok, dropped, err := s.at(c.kl, int64(c.e.Rev)+1)
+		if err != nil {
+			readErr = err
+			break
+		}
+		if !ok || int64(n.e.Rev) != c.succ { // trimmed (or removed) past this reader meanwhile
 			lost(dropped)
 			continue
 		}
 		heap.Push(&cs, n)
+	}
+	if readErr != nil {
+		yield(Entry[V]{}, keyErr("changes under", prefix, "from", Revision(from), readErr))
+		return false
 	}
 	if restart > 0 {
 		// The advice covers every key under the prefix, not only the one

@@ -109,9 +109,12 @@ type Log[V any] struct {
 	revs    []int64
 	trimmed bool // entries were dropped from the front
 	// sealed is 0, or the revision of entries[0], below which the key's
-	// history was moved to the sealed tier (Seal): reads there answer
-	// Sealed, but below lo, where a trim had cut before the seal
-	// (trimmed), Compacted. A trim after the seal clears it.
+	// history was moved to the sealed tier (Seal): reads from lo, the
+	// revision of the key's oldest retained entry, up to it answer
+	// Sealed; below lo, Compacted if trimmed, else Absent (the key did not
+	// exist: the tier's older entries of the same key, if any, are of an
+	// earlier life of it that a compaction removed). A trim of the log's
+	// own entries clears both.
 	sealed, lo int64
 	// dropped is the revision of the newest entry dropped from the front
 	// (0: none, or not known: a log rebuilt from a snapshot), so that a
@@ -216,17 +219,31 @@ func (l *Log[V]) Lo() int64 {
 	return l.entries[0].Rev
 }
 
-// Seal drops the entries older than the newest at or below rev, which the
-// sealed tier now holds: reads below the oldest entry kept answer Sealed,
-// and the caller reads the tier. It is not a trim: Lo and Dropped do not
-// change. Returns how many entries it dropped. O(n).
+// SealedFrom returns the revision of a sealed log's oldest retained
+// entry, which the tier holds (0: the log is not sealed).
+func (l *Log[V]) SealedFrom() int64 {
+	if l.sealed == 0 {
+		return 0
+	}
+	return l.lo
+}
+
+// Seal drops the entries older than the newest at or below rev (and than
+// the put before it, if that one is an expiry: the put's value is the one
+// that expired), which the sealed tier now holds: reads below the oldest
+// entry kept answer Sealed, and the caller reads the tier. It is not a
+// trim: Lo and Dropped do not change. Returns how many entries it dropped.
+// O(n).
 func (l *Log[V]) Seal(rev int64) int {
 	i := l.indexAt(rev)
+	if i > 0 && l.entries[i].Op == Expire {
+		i--
+	}
 	if i <= 0 {
 		return 0
 	}
 	if l.sealed == 0 {
-		l.lo = l.Lo()
+		l.lo = l.entries[0].Rev
 	}
 	l.cutFront(i)
 	l.sealed = l.entries[0].Rev
@@ -234,13 +251,24 @@ func (l *Log[V]) Seal(rev int64) int {
 }
 
 // MarkSealed records that the key's history below its oldest entry is in
-// the sealed tier, and that reads below lo are Compacted (0: none are),
-// for a log rebuilt from a snapshot.
-func (l *Log[V]) MarkSealed(lo int64) {
+// the sealed tier from revision lo on, and whether reads below lo are
+// Compacted (trimmed) or Absent, for a log rebuilt from a snapshot.
+func (l *Log[V]) MarkSealed(lo int64, trimmed bool) {
 	if len(l.entries) == 0 {
 		return
 	}
-	l.sealed, l.lo, l.trimmed = l.entries[0].Rev, lo, lo > 0
+	l.sealed, l.lo, l.trimmed = l.entries[0].Rev, lo, trimmed
+}
+
+// HideSealed records that a trim or compaction hid the sealed entries
+// below lo, the newest of them at dropped: reads below lo answer
+// Compacted. For a sealed log whose cut falls below its oldest entry.
+func (l *Log[V]) HideSealed(lo, dropped int64) {
+	if l.sealed == 0 || lo <= l.lo && l.trimmed {
+		return
+	}
+	l.lo, l.trimmed = max(min(lo, l.sealed), l.lo), true
+	l.dropped = max(l.dropped, dropped)
 }
 
 // SealedBelow returns the revision below which the key's history is in
@@ -279,7 +307,7 @@ func (l *Log[V]) result(i int, rev int64) (Entry[V], Status) {
 	switch {
 	case i >= 0:
 		return l.entries[i], Found
-	case l.sealed > 0 && (!l.trimmed || rev >= l.lo):
+	case l.sealed > 0 && rev >= l.lo:
 		return Entry[V]{}, Sealed
 	case l.trimmed:
 		return Entry[V]{}, Compacted

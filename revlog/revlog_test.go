@@ -382,7 +382,7 @@ func TestSeal(t *testing.T) {
 	require.Equal(t, int64(9), l.SealedBelow())
 	require.Zero(t, l.Lo())
 	require.Zero(t, l.Dropped())
-	for rev, want := range map[int64]Status{1: Sealed, 5: Sealed, 8: Sealed, 9: Found, 11: Found, 12: Found} {
+	for rev, want := range map[int64]Status{1: Absent, 2: Sealed, 5: Sealed, 8: Sealed, 9: Found, 11: Found, 12: Found} {
 		_, st := l.At(rev)
 		require.Equal(t, want, st, "At(%d)", rev)
 	}
@@ -408,10 +408,12 @@ func TestSeal(t *testing.T) {
 	}
 
 	l = logOf(put(3, 3, "a"))
-	l.MarkSealed(0)
+	l.MarkSealed(2, false)
 	_, st = l.At(2)
 	require.Equal(t, Sealed, st, "a log rebuilt from a snapshot, sealed below its entry")
-	l.MarkSealed(2)
+	_, st = l.At(1)
+	require.Equal(t, Absent, st, "below the key's first entry, which the tier holds")
+	l.MarkSealed(2, true)
 	_, st = l.At(1)
 	require.Equal(t, Compacted, st)
 }
