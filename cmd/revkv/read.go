@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/segment"
+	"github.com/revkv/revkv/vfs"
+	"github.com/revkv/revkv/wal"
 )
 
 // The read commands: each opens the directory read-only.
@@ -23,6 +26,37 @@ type jsonInfo struct {
 	TotalBytes int64          `json:"total_bytes"`
 	// NotRead is what the log holds that is not whole records, if anything.
 	NotRead *jsonRecovery `json:"not_read,omitempty"`
+	Tiers   jsonTiers     `json:"tiers"`
+}
+
+// jsonTiers is where the history is: sealed in segments up to a revision,
+// and in memory (and the log) after it.
+type jsonTiers struct {
+	MemoryFrom revkv.Revision `json:"memory_from"` // the first revision held in memory and the log
+	LogBytes   int64          `json:"log_bytes"`   // the log written since the last seal
+	Segments   []jsonSegment  `json:"segments"`
+}
+
+type jsonSegment struct {
+	Name  string         `json:"name"`
+	First revkv.Revision `json:"first"`
+	Last  revkv.Revision `json:"last"`
+	Bytes int64          `json:"bytes"`
+}
+
+// tiers reads the directory's manifest and the size of its log.
+func tiers(dir string) (jsonTiers, error) {
+	t := jsonTiers{MemoryFrom: 1, Segments: []jsonSegment{}}
+	m, _, err := segment.ReadManifest(vfs.OS, dir)
+	if err != nil {
+		return t, err
+	}
+	for _, r := range m.Segments {
+		t.Segments = append(t.Segments, jsonSegment{r.Name(), revkv.Revision(r.First), revkv.Revision(r.Last), r.Size})
+		t.MemoryFrom = revkv.Revision(r.Last + 1)
+	}
+	t.LogBytes, err = wal.LogBytes(vfs.OS, dir, 0)
+	return t, err
 }
 
 type jsonFile struct {
@@ -54,6 +88,9 @@ func cmdInfo(c *cli, _ []string) error {
 		return err
 	}
 	info.NotRead = c.recovery(s)
+	if info.Tiers, err = tiers(c.dir); err != nil {
+		return err
+	}
 	ents, err := os.ReadDir(c.dir)
 	if err != nil {
 		return err
@@ -84,6 +121,17 @@ func cmdInfo(c *cli, _ []string) error {
 	}
 	if info.NotRead != nil {
 		fmt.Fprintf(c.out, "not read     %s (revkv repair cuts them, keeping a copy)\n", info.NotRead.sentence())
+	}
+	if n := len(info.Tiers.Segments); n > 0 {
+		fmt.Fprintf(c.out, "sealed       revisions %d-%d in %d segments (MANIFEST)\n", info.Tiers.Segments[0].First, info.Tiers.Segments[n-1].Last, n)
+		fmt.Fprintf(c.out, "in memory    revisions from %d, and each key's newest; %d bytes of log since the last seal\n", info.Tiers.MemoryFrom, info.Tiers.LogBytes)
+		t := newTable(c.out)
+		for _, sg := range info.Tiers.Segments {
+			t.row("  "+sg.Name, fmt.Sprintf("%d-%d", sg.First, sg.Last), strconv.FormatInt(sg.Bytes, 10))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(c.out, "files")
 	width := len(strconv.FormatInt(info.TotalBytes, 10))

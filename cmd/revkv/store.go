@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/segment"
 )
 
 // store is the store of a data directory; every directory holds []byte
@@ -126,6 +127,10 @@ func fileKind(name string) string {
 		return "unfinished"
 	case strings.HasSuffix(name, ".damaged"):
 		return "damaged"
+	case strings.HasSuffix(name, ".seg"):
+		return "segment"
+	case name == segment.ManifestName:
+		return "manifest"
 	}
 	return "other"
 }
