@@ -1,6 +1,7 @@
 package revkv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -220,4 +221,57 @@ func TestSealedDamage(t *testing.T) {
 	require.ErrorIs(t, readAll(), ErrCorrupt, "a cut segment")
 	require.NoError(t, m.Remove(name))
 	require.Error(t, readAll(), "a missing segment")
+}
+
+// TestVerifySealed re-hashes a sealed store's entries, then forges one
+// segment: a value changed and the segment rewritten whole, with good
+// checksums, its footer and the manifest as before. Open cannot tell (it
+// reads footers); VerifySealed names the revision whose link breaks.
+func TestVerifySealed(t *testing.T) {
+	m := vfs.NewMem()
+	s := sealWorkload(t, m, 3, WithMemory(1<<40))
+	require.NoError(t, s.Checkpoint())
+	n, err := s.VerifySealed(nil)
+	require.NoError(t, err)
+	require.Positive(t, n)
+	require.NoError(t, s.Close())
+
+	man, ok, err := segment.ReadManifest(m, "/db")
+	require.NoError(t, err)
+	require.True(t, ok)
+	ref := man.Segments[0]
+	name := filepath.Join("/db", ref.Name())
+	f, err := m.OpenReaderAt(name)
+	require.NoError(t, err)
+	r, err := segment.Open(f, f.Size())
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	w := segment.NewWriter(&buf, ref.First, ref.Last, 0)
+	forged := int64(0)
+	for e, err := range r.All() {
+		require.NoError(t, err)
+		if e.Op == segment.Put && forged == 0 {
+			e.Value, forged = []byte("forged"), e.Rev
+		}
+		require.NoError(t, w.Add(&e))
+	}
+	ft := r.Footer()
+	require.NoError(t, w.TimesFrom(ft.TimesFrom))
+	for rev := ft.TimesFrom; rev <= ft.Last; rev++ {
+		sec, nsec, err := r.TimeOf(rev)
+		require.NoError(t, err)
+		require.NoError(t, w.AddTime(sec, nsec))
+	}
+	size, err := w.Finish(ft.Prev, ft.Digest, r.Meta())
+	require.NoError(t, err)
+	m.WriteFile(name, buf.Bytes())
+	man.Segments[0].Size = size
+	require.NoError(t, segment.WriteManifest(m, "/db", &man))
+
+	s, err = Open("/db", StringCodec(), WithFS(m))
+	require.NoError(t, err, "Open reads footers, not entries")
+	defer s.Close()
+	_, err = s.VerifySealed(nil)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorContains(t, err, fmt.Sprintf("revision %d: the hash chain breaks", forged))
 }

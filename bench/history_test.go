@@ -28,6 +28,7 @@ var (
 	wReads  = flag.Int("w.reads", 20_000, "GetAt calls at random old revisions after BenchmarkHistoryW's Open")
 	wDir    = flag.String("w.dir", "", "BenchmarkHistoryW writes W(N) here, or reuses it if it holds W(N) already (default: a temporary directory)")
 	wCold   = flag.Bool("w.cold", false, "BenchmarkHistoryW drops the page cache before the Open (Linux, as root)")
+	wMemory = flag.Int64("w.memory", -1, "BenchmarkHistoryW's WithMemory budget in bytes (< 0: not given, everything in memory)")
 	wChild  = os.Getenv("REVKV_W_OPEN") // set in the fresh process that opens the directory
 	wKeys   = 100_000
 	wValue  = []byte("0123456789abcdef")
@@ -59,7 +60,7 @@ func BenchmarkHistoryW(b *testing.B) {
 		dir = b.TempDir()
 	}
 	for b.Loop() {
-		if _, err := os.Stat(dir + "/.w-" + strconv.Itoa(n)); err != nil {
+		if _, err := os.Stat(dir + "/.w-" + strconv.Itoa(n)); err != nil || *wDir == "" {
 			must(b, os.RemoveAll(dir))
 			must(b, os.MkdirAll(dir, 0o755))
 			start := time.Now()
@@ -85,7 +86,7 @@ func BenchmarkHistoryW(b *testing.B) {
 
 // writeW writes W(n) into dir and closes the store.
 func writeW(b *testing.B, dir string, n int) {
-	s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithSync(revkv.SyncNever))
+	s, err := revkv.Open(dir, revkv.BytesCodec(), wOptions(revkv.WithSync(revkv.SyncNever))...)
 	must(b, err)
 	for i := 0; i < n; i += 1000 {
 		_, err := s.Update(func(tx *revkv.Txn[[]byte]) error {
@@ -99,10 +100,18 @@ func writeW(b *testing.B, dir string, n int) {
 	must(b, s.Close())
 }
 
+// wOptions adds -w.memory's WithMemory to opts.
+func wOptions(opts ...revkv.Option) []revkv.Option {
+	if *wMemory >= 0 {
+		opts = append(opts, revkv.WithMemory(*wMemory))
+	}
+	return opts
+}
+
 // openW runs the Open in a fresh process (this test binary, running
 // TestHistoryWOpen) and returns what it measured.
 func openW(b *testing.B, dir string) wOpened {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHistoryWOpen$", "-test.count=1", "-w.reads="+strconv.Itoa(*wReads))
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHistoryWOpen$", "-test.count=1", "-w.reads="+strconv.Itoa(*wReads), "-w.memory="+strconv.FormatInt(*wMemory, 10))
 	cmd.Env = append(os.Environ(), "REVKV_W_OPEN="+dir)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -127,7 +136,7 @@ func TestHistoryWOpen(t *testing.T) {
 		t.Skip("BenchmarkHistoryW runs it")
 	}
 	start := time.Now()
-	s, err := revkv.Open(wChild, revkv.BytesCodec(), revkv.WithReadOnly())
+	s, err := revkv.Open(wChild, revkv.BytesCodec(), wOptions(revkv.WithReadOnly())...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,11 +42,14 @@ func cmdVerify(c *cli, _ []string) error {
 			return err
 		}
 	}
-	s, err := c.openRead() // Open checks the hash chain of every revision
+	s, err := c.openRead() // Open checks the hash chain of every revision in the log and snapshot
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if _, err := s.VerifySealed(nil); err != nil { // and the sealed ones, entry by entry
+		return fmt.Errorf("verify: %s: %v", c.dir, err)
+	}
 	head, d, err := s.Digest()
 	if err != nil {
 		return fmt.Errorf("verify: cannot read the digest of %s: %v", c.dir, err)

@@ -41,6 +41,7 @@ func TestInfoShowsTiers(t *testing.T) {
 	require.Contains(t, text, "sealed       revisions 1-20 in 2 segments")
 	require.Contains(t, text, "in memory    revisions from 21")
 	require.Contains(t, ok(t, "--dir", dir, "get", "k1", "--rev", "5"), "5", "a sealed revision's value")
+	require.Contains(t, ok(t, "--dir", dir, "verify"), "ok", "the sealed entries re-hash")
 	hist := ok(t, "--dir", dir, "history", "k2")
 	for _, r := range []string{"2", "6", "10", "14", "18", "22", "26", "30"} {
 		require.Regexp(t, "(?m)^"+r+" ", hist, "k2's revision %s, sealed or not:\n%s", r, hist)
