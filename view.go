@@ -157,30 +157,30 @@ func (v *View[V]) entry(key string) (read[V], bool) {
 }
 
 // read is a key's entry found by a view: from the key's log (e), or, below
-// the log's sealed mark, from the sealed tier (pub, with sealed set).
+// the log's sealed mark, from the sealed tier (pub, nil otherwise, so that
+// a read from memory copies no more than the log's entry).
 type read[V any] struct {
-	e      revlog.Entry[V]
-	pub    Entry[V]
-	sealed bool
+	e   revlog.Entry[V]
+	pub *Entry[V]
 }
 
 func (r *read[V]) value() V {
-	if r.sealed {
+	if r.pub != nil {
 		return r.pub.Value
 	}
 	return r.e.Value
 }
 
 func (r *read[V]) rev() int64 {
-	if r.sealed {
+	if r.pub != nil {
 		return int64(r.pub.Rev)
 	}
 	return r.e.Rev
 }
 
 func (r *read[V]) public(key string, zones *revlog.Zones) Entry[V] {
-	if r.sealed {
-		return r.pub
+	if r.pub != nil {
+		return *r.pub
 	}
 	return entryOf(key, &r.e, zones)
 }
@@ -200,7 +200,7 @@ func (v *View[V]) at(kl *keyLog[V]) (read[V], bool) {
 			v.err.CompareAndSwap(nil, &err)
 			return read[V]{}, false
 		}
-		return read[V]{pub: pub, sealed: true}, ok && liveAt(&pub, ttl.Nanos(v.t))
+		return read[V]{pub: &pub}, ok && liveAt(&pub, ttl.Nanos(v.t))
 	}
 	return read[V]{e: e}, st == revlog.Found && e.Live(ttl.Nanos(v.t))
 }
