@@ -243,6 +243,12 @@ func (s *state[V]) sweepNotes() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dur.swept(s)
+	s.sweepNotesLocked()
+}
+
+// sweepNotesLocked lets go of every span none of whose revisions is kept;
+// the caller holds state.mu.
+func (s *state[V]) sweepNotesLocked() {
 	n := &s.notes
 	if len(n.spans) == 0 {
 		return

@@ -46,6 +46,13 @@ func (s *state[V]) recover() (wal.Tail, error) {
 	// digests reach.
 	s.buildRevKeysLocked(min(s.keepLocked()-1, d.chain.Base()))
 	tail, err := s.replayLog(from)
+	if err == nil && s.floor.Load() > 0 {
+		// A compaction replays as its mark, then the trims logged after
+		// it: what the mark's forget kept for the entries those trims
+		// dropped goes now, as the live compaction's sweep let it go.
+		d.swept(s)
+		s.sweepNotesLocked()
+	}
 	var c *wal.Corruption
 	if err != nil && s.opts.repair && errors.As(err, &c) && c.Frame {
 		// The state holds every record before the damaged one: cut there.
