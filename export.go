@@ -132,7 +132,7 @@ type exEntry[V any] struct {
 // fromLog is the i-th entry of kl's log.
 func (ex *exporter[V]) fromLog(kl *keyLog[V], i int) exEntry[V] {
 	e := &kl.log.Entries()[i]
-	return exEntry[V]{kl: kl, rev: e.Rev, e: entryOf(kl.key, e, &ex.s.zones), first: i == 0 && kl.log.SealedBelow() == 0}
+	return exEntry[V]{kl: kl, rev: e.Rev, e: entryOf(kl.key, e, &ex.s.zones), first: isFirst(kl, e.Rev)}
 }
 
 // olderOf appends kl's sealed entries below rev to out.
@@ -145,7 +145,7 @@ func (ex *exporter[V]) olderOf(kl *keyLog[V], rev int64, out []exEntry[V]) ([]ex
 		if err != nil {
 			return out, err
 		}
-		out = append(out, exEntry[V]{kl: kl, rev: int64(e.Rev), e: e, first: ex.isFirst(kl, int64(e.Rev))})
+		out = append(out, exEntry[V]{kl: kl, rev: int64(e.Rev), e: e, first: isFirst(kl, int64(e.Rev))})
 	}
 	return out, nil
 }
@@ -157,7 +157,7 @@ func (ex *exporter[V]) at(kl *keyLog[V], r int64) (exEntry[V], bool, error) {
 		if err != nil || !ok || int64(e.Rev) != r || r < kl.log.SealedFrom() {
 			return exEntry[V]{}, false, err
 		}
-		return exEntry[V]{kl: kl, rev: r, e: e, first: ex.isFirst(kl, r)}, true, nil
+		return exEntry[V]{kl: kl, rev: r, e: e, first: isFirst(kl, r)}, true, nil
 	}
 	if i := kl.log.Index(r); i >= 0 {
 		return ex.fromLog(kl, i), true, nil
@@ -165,13 +165,15 @@ func (ex *exporter[V]) at(kl *keyLog[V], r int64) (exEntry[V], bool, error) {
 	return exEntry[V]{}, false, nil
 }
 
-// isFirst reports whether r is the revision of sealed kl's oldest retained
-// entry.
-func (ex *exporter[V]) isFirst(kl *keyLog[V], r int64) bool {
-	for e, err := range ex.s.sealedRange(kl.key, kl.log.SealedFrom(), r) {
-		return err == nil && int64(e.Rev) == r
+// isFirst reports whether r is the revision of kl's oldest retained
+// entry: the log's first, or, for a sealed log, the sealed one it marks
+// (which may be the log's first, if a compaction hid the rest).
+func isFirst[V any](kl *keyLog[V], r int64) bool {
+	if kl.log.SealedBelow() > 0 {
+		return r == kl.log.SealedFrom()
 	}
-	return false
+	es := kl.log.Entries()
+	return len(es) > 0 && r == es[0].Rev
 }
 
 // exporter writes an export's lines, under the write lock.

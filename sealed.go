@@ -164,40 +164,6 @@ func (s *state[V]) sealedHistory(t *sealed[V], key string, lo, hi int64) iter.Se
 	}
 }
 
-// timeOf returns the time of a sealed revision, in UTC, if the tier
-// covers it.
-func (t *sealed[V]) timeOf(rev int64) (time.Time, bool, error) {
-	i := t.covering(rev)
-	if i < 0 || rev > t.refs[i].Last || rev < t.segs[i].Footer().TimesFrom {
-		return time.Time{}, false, nil
-	}
-	sec, nsec, err := t.segs[i].TimeOf(rev)
-	if err != nil {
-		return time.Time{}, false, corruptSegment(t.refs[i].Name(), err)
-	}
-	return time.Unix(sec, int64(nsec)).UTC(), true, nil
-}
-
-// revAt returns the last sealed revision whose time is at or before tm,
-// and whether the tier covers that question: false when tm falls outside
-// every segment's times, or in a gap between two segments.
-func (t *sealed[V]) revAt(tm time.Time) (int64, bool, error) {
-	sec, nsec := tm.Unix(), int32(tm.Nanosecond())
-	for i := len(t.segs) - 1; i >= 0; i-- {
-		r, known, err := t.segs[i].RevAt(sec, nsec)
-		if err != nil {
-			return 0, false, corruptSegment(t.refs[i].Name(), err)
-		}
-		if !known {
-			return 0, false, nil // before the oldest time it holds
-		}
-		if r >= t.refs[i].First {
-			return r, true, nil
-		}
-	}
-	return 0, false, nil
-}
-
 // publicEntry is a sealed entry as the API returns it: its time in its
 // location, its value decoded.
 func (s *state[V]) publicEntry(t *sealed[V], i int, x *segment.Entry) (Entry[V], error) {
