@@ -86,9 +86,15 @@ func (s *state[V]) checkpoint() error {
 			return err
 		}
 	}
-	st.Times = make([]wal.Instant, times.Len())
+	// The times the seal's segments now hold are left out (Held).
+	skip := int64(0)
+	if n := len(d.manifest.Segments); n > 0 && s.opts.seals() {
+		held := max(st.Held, min(d.manifest.Segments[n-1].Last+1, h.Rev))
+		skip, st.Held = held-st.Held, held
+	}
+	st.Times = make([]wal.Instant, times.Len()-skip)
 	for i := range st.Times {
-		st.Times[i].Sec, st.Times[i].Nsec = times.At(int64(i))
+		st.Times[i].Sec, st.Times[i].Nsec = times.At(skip + int64(i))
 	}
 
 	w, err := wal.CreateSnapshot(d.fs, d.dir, h.Rev, wal.AppendState(nil, &st))

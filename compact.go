@@ -98,7 +98,7 @@ func (s *state[V]) compactByRetentionLocked() {
 		return
 	}
 	now := s.order.WriterNow()
-	if r, known := s.order.RevAt(now.Add(-d)); known && r > s.compactRev {
+	if r, known, err := s.revAt(now.Add(-d)); err == nil && known && r > s.compactRev {
 		s.compactLocked(r)
 	}
 }
@@ -251,8 +251,8 @@ func (s *state[V]) trimKeyLocked(kl *keyLog[V]) int {
 // ErrCompacted stays so. That walk holds the write lock for O(keys × log n);
 // it happens only for a Compact below Floor.
 func (s *state[V]) compactLocked(rev int64) {
-	t, ok := s.order.TimeOf(rev)
-	if !ok {
+	t, ok, err := s.revTime(rev)
+	if !ok || err != nil { // an unreadable time: the newest visible entry's stands in
 		t = s.newestVisibleLocked(rev)
 		if m := s.compaction.Load(); m != nil && t.Before(m.time) {
 			t = m.time

@@ -213,7 +213,10 @@ func (ex *exporter[V]) line(r int64, kl *keyLog[V], x *exEntry[V]) error {
 			l.prev = &p
 		}
 	}
-	l.t, l.hasTime = s.order.TimeOf(r)
+	var err error
+	if l.t, l.hasTime, err = s.revTime(r); err != nil {
+		return err
+	}
 	if x != nil {
 		e := &x.e
 		l.entry, l.key, l.op, l.t, l.hasTime = true, kl.key, e.Op, e.Time, true
@@ -236,7 +239,7 @@ func (ex *exporter[V]) line(r int64, kl *keyLog[V], x *exEntry[V]) error {
 	}
 	ex.prevRev, ex.prevHad = r, ok
 	ex.out = appendLine(ex.out[:0], l)
-	_, err := ex.w.Write(ex.out)
+	_, err = ex.w.Write(ex.out)
 	ex.n++
 	if ex.n%progressEvery == 0 && s.opts.progress != nil {
 		s.opts.progress(Revision(r))

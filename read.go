@@ -251,11 +251,11 @@ func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 func (s *state[V]) getSealedAsOf(key string, t time.Time) (V, bool, error) {
 	var zero V
 	s.mu.Lock()
-	r, known := s.order.RevAt(t)
+	r, known, err := s.revAt(t)
 	s.mu.Unlock()
 	var e Entry[V]
-	ok, err := false, error(nil)
-	if known {
+	ok := false
+	if known && err == nil {
 		e, ok, err = s.entryAt(key, r)
 	}
 	if m := s.compaction.Load(); err == nil && (!known || m != nil && t.Before(m.time)) {

@@ -122,7 +122,7 @@ func (d *disk[V]) logDeferredTrimsLocked() {
 // go of the write lock.
 func stateRecord[V any](s *state[V], h mvcc.Stamp) wal.State {
 	st := wal.State{
-		Last: h.Rev, LastTime: instantOf(h.Time), Base: s.order.Base(),
+		Last: h.Rev, LastTime: instantOf(h.Time), Base: s.order.Base(), Held: s.order.Held(),
 		CompactRev: s.compactRev, TrimFloor: s.trimFloor,
 	}
 	if first, ok := s.order.First(); ok {

@@ -38,6 +38,9 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 	// The reader's: the builders read its chain and spans, which it
 	// completes before it hands over the first key.
 	var ld snapshotReader
+	if t := d.tier.Load(); t != nil {
+		ld.sealed = t.last()
+	}
 	jobs := make(chan *snapshotJob, 2*builders)
 	spare := make(chan *snapshotJob, 2*builders+1)
 	loads := make(chan snapshotLoad[V], 2*builders)
@@ -231,9 +234,10 @@ func (j *snapshotJob) add(p []byte, off int64) int {
 
 // snapshotReader checks each record of a snapshot against those before it.
 type snapshotReader struct {
-	last int64  // the snapshot's revision, once its state record is read
-	prev []byte // the last key read
-	n    int    // keys read
+	sealed int64  // the last revision the segments hold (0: none)
+	last   int64  // the snapshot's revision, once its state record is read
+	prev   []byte // the last key read
+	n      int    // keys read
 	// The hash chain's digests and the annotated commits, which come
 	// before the keys; complete (chainDone) at the first key.
 	chain     *chain.Seq
@@ -247,8 +251,8 @@ func (ld *snapshotReader) state(p []byte) (*wal.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Last < 0 || st.Last > 0 && (st.Base < 1 || st.Base > st.Last || int64(len(st.Times)) != st.Last-st.Base+1) {
-		return nil, fmt.Errorf("a state of revision %d with %d times from %d", st.Last, len(st.Times), st.Base)
+	if st.Last < 0 || st.Last > 0 && (st.Base < 1 || st.Base > st.Last || int64(len(st.Times)) != st.Last-st.Held+1) {
+		return nil, fmt.Errorf("a state of revision %d with %d times from %d", st.Last, len(st.Times), st.Held)
 	}
 	if st.CompactRev < 0 || st.CompactRev > st.Last || st.TrimFloor < 0 || st.TrimFloor > st.Last {
 		return nil, fmt.Errorf("floors %d and %d above revision %d", st.CompactRev, st.TrimFloor, st.Last)
@@ -259,12 +263,16 @@ func (ld *snapshotReader) state(p []byte) (*wal.State, error) {
 		// record of.
 		return nil, fmt.Errorf("times from revision %d, above the floor %d", st.Base, floor)
 	}
+	if st.Held > st.Base && st.Held-1 > ld.sealed {
+		// The times of Base..Held-1 are the segments' to answer for.
+		return nil, fmt.Errorf("times from revision %d held elsewhere, but the segments end at %d", st.Held, ld.sealed)
+	}
 	for i, t := range st.Times {
 		if t.Nsec < 0 || t.Nsec > 999_999_999 {
-			return nil, fmt.Errorf("the time of revision %d has %d nanoseconds", st.Base+int64(i), t.Nsec)
+			return nil, fmt.Errorf("the time of revision %d has %d nanoseconds", st.Held+int64(i), t.Nsec)
 		}
 		if i > 0 && (t.Sec < st.Times[i-1].Sec || t.Sec == st.Times[i-1].Sec && t.Nsec < st.Times[i-1].Nsec) {
-			return nil, fmt.Errorf("the time of revision %d goes back", st.Base+int64(i))
+			return nil, fmt.Errorf("the time of revision %d goes back", st.Held+int64(i))
 		}
 	}
 	ld.last = st.Last
@@ -389,7 +397,7 @@ func instantTime(i wal.Instant) time.Time { return time.Unix(i.Sec, int64(i.Nsec
 // restoreState sets an empty state to a checked state record.
 func (s *state[V]) restoreState(st *wal.State) {
 	at := func(i int) (int64, int32) { return st.Times[i].Sec, st.Times[i].Nsec }
-	s.order.Restore(instantTime(st.First), st.Base, len(st.Times), at, mvcc.Stamp{Rev: st.Last, Time: instantTime(st.LastTime)})
+	s.order.Restore(instantTime(st.First), st.Base, st.Held, len(st.Times), at, mvcc.Stamp{Rev: st.Last, Time: instantTime(st.LastTime)})
 	if st.CompactRev > 0 {
 		s.compactRev = st.CompactRev
 		s.compaction.Store(&mark{rev: st.CompactRev, time: instantTime(st.Compacted)})

@@ -39,7 +39,7 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 		s.mu.Unlock()
 		return ref, fmt.Errorf("seal [%d, %d]: the times below %d are forgotten", lo, hi, s.order.Base())
 	}
-	keys, times, base := s.tree.Clone(), s.order.Times(), s.order.Base()
+	keys, times, held := s.tree.Clone(), s.order.Times(), s.order.Held()
 	d.chainMu.Lock()
 	prev, okPrev := d.chain.At(lo - 1)
 	last, okLast := d.chain.At(hi)
@@ -78,10 +78,10 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 		return true
 	})
 	if err == nil {
-		err = w.TimesFrom(max(lo, base))
+		err = w.TimesFrom(max(lo, held))
 	}
-	for r := max(lo, base); err == nil && r <= hi; r++ {
-		err = w.AddTime(times.At(r - base))
+	for r := max(lo, held); err == nil && r <= hi; r++ {
+		err = w.AddTime(times.At(r - held))
 	}
 	if err == nil {
 		ref.Size, err = w.Finish(prev, last, zt.encode())
@@ -274,6 +274,9 @@ func (s *state[V]) seal(h int64) error {
 	d.manifest = m
 	d.tier.Store(t)
 	s.evict(h)
+	s.mu.Lock()
+	s.order.Shed(h + 1) // the segments answer for their times now
+	s.mu.Unlock()
 	return nil
 }
 

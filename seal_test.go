@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -276,73 +277,44 @@ func TestVerifySealed(t *testing.T) {
 	require.ErrorContains(t, err, fmt.Sprintf("revision %d: the hash chain breaks", forged))
 }
 
-// timeOf returns the time of a sealed revision, in UTC, if the tier
-// covers it: what the mvcc order will ask of the tier once it lets go of
-// sealed revisions' times (docs/sealed-history.md, problem 2).
-func (t *sealed[V]) timeOf(rev int64) (time.Time, bool, error) {
-	i := t.covering(rev)
-	if i < 0 || rev > t.refs[i].Last || rev < t.segs[i].Footer().TimesFrom {
-		return time.Time{}, false, nil
-	}
-	sec, nsec, err := t.segs[i].TimeOf(rev)
-	if err != nil {
-		return time.Time{}, false, corruptSegment(t.refs[i].Name(), err)
-	}
-	return time.Unix(sec, int64(nsec)).UTC(), true, nil
-}
-
-// revAt returns the last sealed revision whose time is at or before tm,
-// and whether the tier covers that question: false when tm falls outside
-// every segment's times, or in a gap between two segments.
-func (t *sealed[V]) revAt(tm time.Time) (int64, bool, error) {
-	sec, nsec := tm.Unix(), int32(tm.Nanosecond())
-	for i := len(t.segs) - 1; i >= 0; i-- {
-		r, known, err := t.segs[i].RevAt(sec, nsec)
-		if err != nil {
-			return 0, false, corruptSegment(t.refs[i].Name(), err)
-		}
-		if !known {
-			return 0, false, nil // before the oldest time it holds
-		}
-		if r >= t.refs[i].First {
-			return r, true, nil
-		}
-	}
-	return 0, false, nil
-}
-
 // TestSealedExportImport exports a sealed store compacted below its seal,
 // imports the export and exports again: the same bytes, and the same
 // history for every key, sealed entries included.
 func TestSealedExportImport(t *testing.T) {
-	m := vfs.NewMem()
-	s := sealWorkload(t, m, 4, WithMemory(1<<40))
-	require.NoError(t, s.Checkpoint())
-	sealed := s.Rev()
-	for i := range 40 {
-		_, err := s.Put(fmt.Sprint("late", i%3), fmt.Sprint(i))
-		require.NoError(t, err)
-	}
-	// Below the seal: sealed entries on both sides of the floor.
-	require.NoError(t, s.Compact(sealed/2))
-	var first bytes.Buffer
-	require.NoError(t, s.Export(&first, ""))
 	keys := []string{"", "a", "a/1", "a/2", "b", "config/limits", "z\xff", "late0", "late1", "late2"}
-	hist := map[string][]Entry[string]{}
-	for _, k := range keys {
-		hist[k] = s.History(k)
+	// export runs the workload, seals it, writes on, compacts below the
+	// seal (sealed entries on both sides of the floor) and exports.
+	export := func(opts ...Option) (string, map[string][]Entry[string]) {
+		s := sealWorkload(t, vfs.NewMem(), 4, opts...)
+		require.NoError(t, s.Checkpoint())
+		sealed := s.Rev()
+		for i := range 40 {
+			_, err := s.Put(fmt.Sprint("late", i%3), fmt.Sprint(i))
+			require.NoError(t, err)
+		}
+		require.NoError(t, s.Compact(sealed/2))
+		var out bytes.Buffer
+		require.NoError(t, s.Export(&out, ""))
+		hist := map[string][]Entry[string]{}
+		for _, k := range keys {
+			hist[k] = s.History(k)
+		}
+		require.NoError(t, s.Close())
+		return out.String(), hist
 	}
-	require.NoError(t, s.Close())
+	first, hist := export(WithMemory(1 << 40))
+	plain, _ := export()
+	require.Equal(t, plain, first, "a sealed store exports what the same store unsealed does")
 
 	m2 := vfs.NewMem()
-	_, err := Import("/copy", StringCodec(), bytes.NewReader(first.Bytes()), WithFS(m2))
+	_, err := Import("/copy", StringCodec(), strings.NewReader(first), WithFS(m2))
 	require.NoError(t, err)
 	c, err := Open("/copy", StringCodec(), WithFS(m2))
 	require.NoError(t, err)
 	defer c.Close()
 	var second bytes.Buffer
 	require.NoError(t, c.Export(&second, ""))
-	require.Equal(t, first.String(), second.String())
+	require.Equal(t, first, second.String())
 	for _, k := range keys {
 		got := c.History(k)
 		require.Equal(t, len(hist[k]), len(got), "History(%q), sealed entries included", k)

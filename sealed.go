@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/revkv/revkv/mvcc"
 	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/segment"
 	"github.com/revkv/revkv/vfs"
@@ -309,4 +310,79 @@ func (s *state[V]) sealedKeyOf(rev int64) *keyLog[V] {
 		}
 	}
 	return nil
+}
+
+// timeOf returns the time of a sealed revision, in UTC, if the tier
+// covers it: what the order shed after the seal.
+func (t *sealed[V]) timeOf(rev int64) (time.Time, bool, error) {
+	if t == nil {
+		return time.Time{}, false, nil
+	}
+	i := t.covering(rev)
+	if i < 0 || rev > t.refs[i].Last || rev < t.segs[i].Footer().TimesFrom {
+		return time.Time{}, false, nil
+	}
+	sec, nsec, err := t.segs[i].TimeOf(rev)
+	if err != nil {
+		return time.Time{}, false, corruptSegment(t.refs[i].Name(), err)
+	}
+	return time.Unix(sec, int64(nsec)).UTC(), true, nil
+}
+
+// revAt returns the last sealed revision whose time is at or before tm,
+// and whether the tier covers that question: false when tm falls outside
+// every segment's times, or in a gap between two segments.
+func (t *sealed[V]) revAt(tm time.Time) (int64, bool, error) {
+	if t == nil {
+		return 0, false, nil
+	}
+	sec, nsec := tm.Unix(), int32(tm.Nanosecond())
+	for i := len(t.segs) - 1; i >= 0; i-- {
+		r, known, err := t.segs[i].RevAt(sec, nsec)
+		if err != nil {
+			return 0, false, corruptSegment(t.refs[i].Name(), err)
+		}
+		if !known {
+			return 0, false, nil // before the oldest time it holds
+		}
+		if r >= t.refs[i].First {
+			return r, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// revTime returns the time of rev, if it is known: from the order, or,
+// for a revision whose time the order shed once a seal held it, from the
+// tier. The caller holds state.mu.
+func (s *state[V]) revTime(rev int64) (time.Time, bool, error) {
+	if t, ok := s.order.TimeOf(rev); ok || rev < s.order.Base() || rev >= s.order.Held() {
+		return t, ok, nil
+	}
+	return s.tierOrNil().timeOf(rev)
+}
+
+// revAt returns the last revision whose time is at or before t, and
+// whether that revision's number is still known (false: it is below the
+// floor of known times), asking the tier where the order shed the times.
+// The caller holds state.mu.
+func (s *state[V]) revAt(t time.Time) (int64, bool, error) {
+	r, a := s.order.RevAt(t)
+	if a != mvcc.Below {
+		return r, a == mvcc.Known, nil
+	}
+	r, ok, err := s.tierOrNil().revAt(t)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	return r, r >= s.order.Base(), nil
+}
+
+// tierOrNil is the sealed tier, nil for a store that never sealed (whose
+// order never sheds, so that its tier is never asked).
+func (s *state[V]) tierOrNil() *sealed[V] {
+	if s.disk == nil {
+		return nil
+	}
+	return s.disk.tier.Load()
 }

@@ -62,7 +62,10 @@ func (s *Store[V]) AsOf(t time.Time) (*View[V], error) {
 	if now := s.order.Now(s.order.Head()); t.After(now) {
 		return nil, revErr("view", 0, "as of", t, detail(ErrFutureRevision, "now is", now))
 	}
-	r, known := s.order.RevAt(t)
+	r, known, err := s.revAt(t)
+	if err != nil {
+		return nil, revErr("view", 0, "as of", t, err)
+	}
 	if !known || (r > 0 && r < s.floor.Load()) {
 		return nil, revErr("view", Revision(r), "as of", t, detail(ErrCompacted, "floor is", s.floor.Load()))
 	}

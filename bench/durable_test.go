@@ -123,7 +123,7 @@ func (quietPebble) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf(format, args...))
 }
 
-func must(b *testing.B, err error) {
+func must(b testing.TB, err error) {
 	if err != nil {
 		b.Fatal(err)
 	}

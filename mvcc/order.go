@@ -26,11 +26,15 @@ type Stamp struct {
 //
 // Invariants, with head = the last published Stamp:
 //   - revisions are 1, 2, 3, ... with no gaps; head.Rev is the latest;
-//   - times.at(i) is the time of revision base+i, and times never decrease;
+//   - times.at(i) is the time of revision held+i, and times never decrease;
+//   - base <= held: the times of revisions base..held-1 are known but not
+//     held here (Shed gave them to another keeper, the sealed tier);
 //   - head.Time is the instant of the newest time in times, once there is one.
 //
 // Example: Commit(t1); Commit(t2); Commit(t3); Forget(3) →
 // base=3, times=[t3], head={3, t3}; TimeOf(2) is unknown, First() is t1.
+// Then Commit(t4); Shed(4) → base=3, held=4, times=[t4]: TimeOf(3) is not
+// held, and RevAt(t3) says so (Below).
 type Order struct {
 	clock func() time.Time
 
@@ -38,8 +42,9 @@ type Order struct {
 	first atomic.Pointer[time.Time] // time of revision 1; nil before it
 
 	// Guarded by the caller's write lock.
-	base   int64    // revision of times.at(0)
-	times  timeline // times of revisions base, base+1, ..., last.Rev
+	base   int64    // the oldest revision whose time is known
+	held   int64    // revision of times.at(0); >= base
+	times  timeline // times of revisions held, held+1, ..., last.Rev
 	last   Stamp    // the last assigned revision and its time; head.Rev <= last.Rev
 	stamps []Stamp  // where the next heads are written; each is written once, then published
 }
@@ -71,7 +76,7 @@ func (i instant) after(j instant) bool { return i.sec > j.sec || (i.sec == j.sec
 
 // NewOrder returns an empty order reading the given clock.
 func NewOrder(clock func() time.Time) *Order {
-	return &Order{clock: clock, base: 1}
+	return &Order{clock: clock, base: 1, held: 1}
 }
 
 // Head returns the latest published revision and its time; {0, zero} before
@@ -160,16 +165,17 @@ func (o *Order) Publish() {
 }
 
 // Restore sets an empty order to the state a snapshot recorded: revision
-// last at its time, first's time, and the n times of revisions
-// base..last.Rev, oldest first, which at gives as Unix seconds and
-// nanoseconds (0 <= nsec < 1e9), all published. It is for recovery.
-func (o *Order) Restore(first time.Time, base int64, n int, at func(i int) (sec int64, nsec int32), last Stamp) {
+// last at its time, first's time, the oldest revision whose time is known
+// (base), and the n times of revisions held..last.Rev (held >= base),
+// oldest first, which at gives as Unix seconds and nanoseconds (0 <= nsec
+// < 1e9), all published. It is for recovery.
+func (o *Order) Restore(first time.Time, base, held int64, n int, at func(i int) (sec int64, nsec int32), last Stamp) {
 	if last.Rev == 0 {
 		return
 	}
 	f := first
 	o.first.Store(&f)
-	o.base = base
+	o.base, o.held = base, max(held, base)
 	for i := range n {
 		sec, nsec := at(i)
 		o.times.push(instant{sec, nsec})
@@ -178,7 +184,7 @@ func (o *Order) Restore(first time.Time, base int64, n int, at func(i int) (sec 
 	o.Publish()
 }
 
-// Times returns the times of revisions Base()..Last().Rev, oldest first:
+// Times returns the times of revisions Held()..Last().Rev, oldest first:
 // what Restore needs besides the first time and the last stamp. It copies
 // none of them (O(Len/4096)), and the result may be read without the write
 // lock while the order goes on: a checkpoint takes it under the lock and
@@ -202,40 +208,70 @@ func (t Times) At(i int64) (sec int64, nsec int32) {
 // Base returns the oldest revision whose time is still known.
 func (o *Order) Base() int64 { return o.base }
 
-// TimeOf returns the time of rev, if it is still known: the same instant as
-// the time committed, in UTC.
+// Held returns the oldest revision whose time the order holds itself: the
+// times of Base()..Held()-1 are known, but kept elsewhere (Shed).
+func (o *Order) Held() int64 { return o.held }
+
+// TimeOf returns the time of rev, if the order holds it: the same instant
+// as the time committed, in UTC. A revision from Base() up to Held() is
+// known but not held here: false.
 func (o *Order) TimeOf(rev int64) (time.Time, bool) {
-	i := rev - o.base
+	i := rev - o.held
 	if rev < 1 || i < 0 || i >= o.times.len() {
 		return time.Time{}, false
 	}
 	return o.times.at(i).time(), true
 }
 
+// Answer says how RevAt answered.
+type Answer uint8
+
+const (
+	Known     Answer = iota // the revision is the answer
+	Forgotten               // the answer is below Base: its number is no longer known
+	Below                   // the answer is from Base() to Held()-1: ask the keeper of those times
+)
+
 // RevAt returns the last revision whose time is <= t: 0 if t is before the
-// first revision (or nothing was committed). known is false when that
-// revision is older than Base and its number is no longer known. O(log n).
-func (o *Order) RevAt(t time.Time) (rev int64, known bool) {
+// first revision (or nothing was committed). O(log n).
+func (o *Order) RevAt(t time.Time) (int64, Answer) {
 	if f, ok := o.First(); !ok || t.Before(f) {
-		return 0, true
+		return 0, Known
 	}
 	n := o.times.search(instantOf(t))
-	if n == 0 { // t is before the time of base, which is above revision 1
-		return 0, false
+	switch {
+	case n > 0:
+		return o.held + n - 1, Known
+	case o.held > o.base: // t is before the time of held, at or after base's, or before it
+		return 0, Below
 	}
-	return o.base + n - 1, true
+	return 0, Forgotten // t is before the time of base, which is above revision 1
 }
 
-// Forget drops the times of revisions below rev (never the last one's).
-// O(1) amortised; the memory held stays proportional to the revisions kept.
+// Forget drops the times of revisions below rev (never the last one's): it
+// raises Base, and Held with it if rev is above it. O(1) amortised; the
+// memory held stays proportional to the revisions kept.
 func (o *Order) Forget(rev int64) {
-	if h := o.last.Rev; rev > h {
-		rev = h
+	rev = min(rev, o.last.Rev)
+	if rev <= o.base {
+		return
 	}
-	drop := rev - o.base
+	o.base = rev
+	o.shed(rev)
+}
+
+// Shed lets go of the times of revisions below rev (never the last one's),
+// which stay known: TimeOf no longer answers for them, and RevAt answers
+// Below where one of them is the answer. Their keeper answers instead.
+func (o *Order) Shed(rev int64) {
+	o.shed(min(rev, o.last.Rev))
+}
+
+func (o *Order) shed(rev int64) {
+	drop := rev - o.held
 	if drop <= 0 {
 		return
 	}
 	o.times.dropFront(drop)
-	o.base = rev
+	o.held = rev
 }

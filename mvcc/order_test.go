@@ -34,7 +34,7 @@ func TestRevAtAndForget(t *testing.T) {
 	o := NewOrder(time.Now)
 	r, known := o.RevAt(t0)
 	require.Equal(t, int64(0), r)
-	require.True(t, known, "an empty order knows rev 0")
+	require.Equal(t, Known, known, "an empty order knows rev 0")
 	// revisions 1..6 at 1s 2s 2s 2s 5s 9s
 	for _, s := range []int{1, 2, 2, 2, 5, 9} {
 		o.Commit(t0.Add(time.Duration(s) * time.Second))
@@ -45,7 +45,7 @@ func TestRevAtAndForget(t *testing.T) {
 		want int64
 	}{{0, 0}, {1, 1}, {2, 4}, {3, 4}, {5, 5}, {8, 5}, {9, 6}, {100, 6}} {
 		r, known := o.RevAt(sec(tc.s))
-		require.True(t, known)
+		require.Equal(t, Known, known)
 		require.Equal(t, tc.want, r, "RevAt(%ds)", tc.s)
 	}
 
@@ -57,12 +57,12 @@ func TestRevAtAndForget(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, sec(2), tm)
 	r, known = o.RevAt(sec(1))
-	require.False(t, known, "revision 1 is below the base")
+	require.Equal(t, Forgotten, known, "revision 1 is below the base")
 	r, known = o.RevAt(sec(2))
-	require.True(t, known)
+	require.Equal(t, Known, known)
 	require.Equal(t, int64(4), r, "the base's time itself is known")
 	r, known = o.RevAt(sec(0))
-	require.True(t, known, "before the first revision is always rev 0")
+	require.Equal(t, Known, known, "before the first revision is always rev 0")
 	require.Equal(t, int64(0), r)
 
 	o.Forget(100) // never past the head
@@ -71,6 +71,50 @@ func TestRevAtAndForget(t *testing.T) {
 	require.True(t, ok)
 	o.Forget(2) // never backwards
 	require.Equal(t, int64(6), o.Base())
+}
+
+// TestShed: the times below Held are known but not held; RevAt says
+// Below where one of them is the answer, and Forget moves Base within
+// them without touching what is held.
+func TestShed(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sec := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	o := NewOrder(time.Now)
+	for _, s := range []int{1, 2, 3, 4, 5, 6} { // revisions 1..6
+		o.Commit(sec(s))
+	}
+	o.Shed(4)
+	require.Equal(t, int64(1), o.Base())
+	require.Equal(t, int64(4), o.Held())
+	_, ok := o.TimeOf(3)
+	require.False(t, ok, "shed")
+	tm, ok := o.TimeOf(4)
+	require.True(t, ok)
+	require.Equal(t, sec(4), tm)
+	for _, tc := range []struct {
+		s    int
+		want int64
+		a    Answer
+	}{{0, 0, Known}, {1, 0, Below}, {3, 0, Below}, {4, 4, Known}, {9, 6, Known}} {
+		r, a := o.RevAt(sec(tc.s))
+		require.Equal(t, tc.a, a, "RevAt(%ds)", tc.s)
+		require.Equal(t, tc.want, r, "RevAt(%ds)", tc.s)
+	}
+	o.Forget(2) // below Held: Base moves, nothing held goes
+	require.Equal(t, int64(2), o.Base())
+	require.Equal(t, int64(4), o.Held())
+	_, a := o.RevAt(sec(3))
+	require.Equal(t, Below, a)
+	o.Forget(5) // past Held: both move
+	require.Equal(t, int64(5), o.Base())
+	require.Equal(t, int64(5), o.Held())
+	_, a = o.RevAt(sec(3))
+	require.Equal(t, Forgotten, a)
+	o.Shed(100) // never the last time
+	require.Equal(t, int64(6), o.Held())
+	_, ok = o.TimeOf(6)
+	require.True(t, ok)
+	require.Equal(t, int64(5), o.Base())
 }
 
 func TestForgetGivesMemoryBack(t *testing.T) {
@@ -107,7 +151,7 @@ func TestTimelineEdges(t *testing.T) {
 		require.True(t, tm.Equal(got), "TimeOf(%d) = %v, want %v", rev, got, tm)
 		require.Equal(t, time.UTC, got.Location())
 		r, known := o.RevAt(tm)
-		require.True(t, known)
+		require.Equal(t, Known, known)
 		require.Equal(t, rev, r, "RevAt(%v)", tm)
 		if i > 0 {
 			r, _ = o.RevAt(tm.Add(-1))
@@ -149,7 +193,7 @@ func TestCommitN(t *testing.T) {
 		require.Equal(t, t0.Add(time.Second), at)
 	}
 	r, known := o.RevAt(t0.Add(time.Second))
-	require.True(t, known)
+	require.Equal(t, Known, known)
 	require.Equal(t, int64(4), r, "a time read lands after the whole batch")
 	r, _ = o.RevAt(t0)
 	require.Equal(t, int64(1), r)

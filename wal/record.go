@@ -461,11 +461,16 @@ type State struct {
 	Last       int64     // the revision the snapshot is at
 	LastTime   Instant   // its time
 	First      Instant   // revision 1's time
-	Base       int64     // the oldest revision whose time is kept
-	Times      []Instant // the times of revisions Base..Last
+	Base       int64     // the oldest revision whose time is known
+	Times      []Instant // the times of revisions Held..Last
 	CompactRev int64     // 0: never compacted
 	Compacted  Instant   // the compaction's time
 	TrimFloor  int64
+	// Held is the oldest revision whose time Times holds: the times of
+	// Base..Held-1 are in the store's segments. Written only when it is
+	// above Base (a snapshot from before segments has no such field, and
+	// decodes with Held = Base).
+	Held int64
 }
 
 // AppendState appends the payload of a state record to dst. Times are
@@ -486,6 +491,9 @@ func AppendState(dst []byte, s *State) []byte {
 	e.varint(s.CompactRev)
 	e.instant(s.Compacted)
 	e.varint(s.TrimFloor)
+	if s.Held > s.Base {
+		e.varint(s.Held)
+	}
 	return e.b
 }
 
@@ -513,6 +521,12 @@ func DecodeState(p []byte) (*State, error) {
 	s.CompactRev = d.varint()
 	s.Compacted = d.instant()
 	s.TrimFloor = d.varint()
+	s.Held = s.Base
+	if d.err == nil && len(d.b) > 0 {
+		if s.Held = d.varint(); d.err == nil && (s.Held <= s.Base || s.Held > s.Last) {
+			return nil, fmt.Errorf("the held times start at %d, outside (%d, %d]", s.Held, s.Base, s.Last)
+		}
+	}
 	return s, d.done()
 }
 
