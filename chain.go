@@ -52,8 +52,17 @@ func (s *Store[V]) DigestAt(rev Revision) ([32]byte, error) {
 	d.chainMu.Lock()
 	dg, ok := d.chain.At(int64(rev))
 	d.chainMu.Unlock()
+	floor := s.floor.Load()
+	if !ok && (int64(rev) >= floor-1 || s.sealedKept(int64(rev)) || s.sealedKept(int64(rev)+1)) {
+		// A sealed revision's digest, which the store let go of: from the
+		// floor's predecessor on, or a kept entry's own or the one before.
+		var err error
+		if dg, ok, err = s.sealedDigest(int64(rev)); err != nil {
+			return fail(err)
+		}
+	}
 	if !ok {
-		return fail(detail(ErrCompacted, "floor is", s.floor.Load()))
+		return fail(detail(ErrCompacted, "floor is", floor))
 	}
 	return dg, nil
 }
@@ -116,6 +125,12 @@ func (d *disk[V]) swept(s *state[V]) {
 	base := d.chain.Base()
 	d.chainMu.Unlock()
 	need := s.olderNeeded(s.tree, base)
+	if d.tier.Load() != nil {
+		if err := s.sweptSealed(need); err != nil {
+			d.fail(err)
+		}
+	}
+	d.setFloorMark(s.floor.Load())
 	d.chainMu.Lock()
 	d.chain.KeepOld(func(r int64) bool { return need[r] || r >= base })
 	d.chainMu.Unlock()
@@ -155,10 +170,39 @@ func writeChain[V any](w *wal.SnapshotWriter, digests *chain.Seq, notes []noteSp
 	return nil
 }
 
+// dropUnneeded lets the chain go of digests with apply, given the
+// revisions whose digests the entries at or below base need. It finds them
+// outside the write lock and applies them under it, finding them again if
+// a compaction moved the floor meanwhile: entries below the new floor may
+// need digests the old need did not name.
+func (s *state[V]) dropUnneeded(base int64, apply func(c *chain.Seq, need map[int64]bool)) {
+	s.mu.Lock()
+	for {
+		keys, floor := s.tree.Clone(), s.floor.Load()
+		s.mu.Unlock()
+		need := s.olderNeeded(keys, base)
+		s.mu.Lock()
+		if s.floor.Load() == floor {
+			s.disk.chainMu.Lock()
+			apply(s.disk.chain, need)
+			s.disk.chainMu.Unlock()
+			s.mu.Unlock()
+			return
+		}
+	}
+}
+
 // olderNeeded returns the revisions whose digests the entries of keys at
-// or below base need: each one's own and the one before it.
+// or below base need: each one's own and the one before it. Of sealed
+// entries, only those below the floor need theirs: the segments' marks
+// give the rest (seal_chain.go).
 func (s *state[V]) olderNeeded(keys *btree.BTreeG[*keyLog[V]], base int64) map[int64]bool {
+	floor := s.floor.Load()
 	need := map[int64]bool{}
+	if floor > 1 && floor-1 < base {
+		need[floor-1] = true // the anchor of sealed digests above the floor
+	}
+	below := min(base, floor-1)
 	keys.Ascend(func(kl *keyLog[V]) bool {
 		kl.mu.RLock()
 		lo, sb := kl.log.SealedFrom(), kl.log.SealedBelow()
@@ -169,8 +213,8 @@ func (s *state[V]) olderNeeded(keys *btree.BTreeG[*keyLog[V]], base int64) map[i
 			need[e.Rev], need[e.Rev-1] = true, true
 		}
 		kl.mu.RUnlock()
-		if sb > 0 && lo <= base { // sealed entries below base
-			for e, err := range s.sealedRange(kl.key, lo, min(base, sb-1)) {
+		if sb > 0 && lo <= below { // sealed entries below the floor
+			for e, err := range s.sealedRange(kl.key, lo, min(below, sb-1)) {
 				if err != nil {
 					break
 				}

@@ -1,7 +1,9 @@
 package revkv
 
 import (
+	"github.com/revkv/revkv/chain"
 	"slices"
+	"time"
 
 	"github.com/revkv/revkv/wal"
 )
@@ -43,6 +45,15 @@ func (s *state[V]) checkpoint() error {
 		}
 	}
 	s.mu.Lock()
+	for s.sweepsDue > 0 && s.opts.seals() && !s.closed {
+		// A compaction's walk is under way: its sweep rehashes the
+		// sealed digests its kept entries need before the annotations
+		// go. The snapshot takes the chain after it, or it would hold
+		// the new floor without them.
+		s.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		s.mu.Lock()
+	}
 	if s.closed {
 		s.mu.Unlock()
 		return ErrClosed
@@ -125,9 +136,9 @@ func (s *state[V]) checkpoint() error {
 	if err := w.Commit(); err != nil {
 		return err
 	}
-	d.chainMu.Lock()
-	d.chain.KeepOld(keep)
-	d.chainMu.Unlock()
+	s.dropUnneeded(digests.Base(), func(c *chain.Seq, need map[int64]bool) {
+		c.KeepOld(func(r int64) bool { return need[r] || r >= digests.Base() })
+	})
 	d.snapBytes.Store(w.Size())
 	if err := wal.RemoveBefore(d.fs, d.dir, h.Rev+1); err != nil {
 		return err

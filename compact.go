@@ -55,6 +55,7 @@ func (s *Store[V]) Compact(rev Revision) error {
 		return revErr("compact", rev, "at", rev, err)
 	}
 	s.compactLocked(int64(rev))
+	s.sweepsDue++
 	keys := s.tree.Clone()
 	s.mu.Unlock()
 	s.walk(keys, s.compactKeyLocked)
@@ -82,6 +83,7 @@ func (s *Store[V]) Trim() int {
 		s.mu.Unlock()
 		return 0 // nothing can be over a cap
 	}
+	s.sweepsDue++
 	keys := s.tree.Clone()
 	s.mu.Unlock()
 	n := s.walk(keys, s.upkeepKeyLocked)

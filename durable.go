@@ -95,11 +95,21 @@ type disk[V any] struct {
 	// takes it under state.mu to freeze a copy.
 	chainMu sync.Mutex
 	chain   *chain.Seq
-	hasher  chain.Hasher   // guarded by state.mu
-	link    chain.Rev      // guarded by state.mu: the revision being hashed
-	chained wal.Chained    // guarded by state.mu: the batch record being made
-	settled []byte         // guarded by state.mu: settle's buffer
-	digests []chain.Digest // guarded by state.mu: the digests of the batch being recorded
+	// floorMark is D(floor-1) where the floor lies in sealed history,
+	// guarded by chainMu: below the floor a compaction's sweep lets go of
+	// annotations, so that a sealed digest is rehashed from no anchor
+	// below it (seal_chain.go). ok is false until one is known.
+	floorMark struct {
+		digestMark
+		ok bool
+	}
+	sweptFloor       int64          // guarded by chainMu: the floor floorMark was set at
+	sweepAfterReplay bool           // Open replayed a compaction: a sweep is due (recover.go)
+	hasher           chain.Hasher   // guarded by state.mu
+	link             chain.Rev      // guarded by state.mu: the revision being hashed
+	chained          wal.Chained    // guarded by state.mu: the batch record being made
+	settled          []byte         // guarded by state.mu: settle's buffer
+	digests          []chain.Digest // guarded by state.mu: the digests of the batch being recorded
 
 	// The sealed tier (seal.go, sealed.go). tier is nil until the
 	// directory has a manifest, and replaced whole by each seal; a reader
@@ -163,6 +173,9 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 		tail, err = st.recover()
 	}
 	st.dur = d
+	if err == nil {
+		d.setFloorMark(st.floor.Load())
+	}
 	d.tornTail(tail, st.order.Next(), !o.readOnly) // before OpenWriter cuts it
 	if err == nil && !o.readOnly {
 		d.w, err = wal.OpenWriter(o.fs, dir, tail, st.order.Next())

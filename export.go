@@ -182,8 +182,11 @@ type exporter[V any] struct {
 	w       *bufio.Writer
 	prefix  string
 	digests *chain.Seq
-	prevRev int64 // the revision of the line before; 0 before the first
-	prevHad bool  // whether that line had its digest
+	prevRev int64        // the revision of the line before; 0 before the first
+	prevHad bool         // whether that line had its digest
+	prevD   chain.Digest // its digest, if it had one
+	h       chain.Hasher
+	link    chain.Rev
 	l       lineOut
 	buf     []byte // the value's bytes
 	out     []byte // the line
@@ -199,20 +202,6 @@ func (ex *exporter[V]) line(r int64, kl *keyLog[V], x *exEntry[V]) error {
 	}
 	l := &ex.l
 	*l = lineOut{rev: r}
-	d, ok := ex.digests.At(r)
-	switch {
-	case !ok && x != nil:
-		return fmt.Errorf("revision %d: no digest", r)
-	case !ok && ex.prefix == "":
-		// Only in a directory from before the chain: a revision before
-		// its first snapshot whose entry is gone.
-	}
-	l.digest, l.hasDigest = d, ok
-	if r-1 != ex.prevRev || !ex.prevHad {
-		if p, ok := ex.digests.At(r - 1); ok {
-			l.prev = &p
-		}
-	}
 	var err error
 	if l.t, l.hasTime, err = s.revTime(r); err != nil {
 		return err
@@ -237,7 +226,38 @@ func (ex *exporter[V]) line(r int64, kl *keyLog[V], x *exEntry[V]) error {
 			l.trimmed, l.dropped = kl.log.Lo() > 0, kl.log.Dropped()
 		}
 	}
-	ex.prevRev, ex.prevHad = r, ok
+	d, ok := ex.digests.At(r)
+	if !ok && x != nil {
+		// A sealed entry, whose digest the store let go of: its link from
+		// the one before.
+		p, pok, err := ex.digestAt(r - 1)
+		if err != nil {
+			return err
+		}
+		if pok {
+			ex.link = chain.Rev{Rev: r, Key: kl.key, Op: uint8(l.op), Sec: l.t.Unix(), Nsec: int32(l.t.Nanosecond()),
+				HasTTL: l.hasTTL, Expires: l.expires, Value: l.value, Notes: l.notes}
+			d, ok = ex.h.Next(p, &ex.link), true
+		}
+	}
+	switch {
+	case !ok && x != nil:
+		return fmt.Errorf("revision %d: no digest", r)
+	case !ok && ex.prefix == "":
+		// Only in a directory from before the chain: a revision before
+		// its first snapshot whose entry is gone.
+	}
+	l.digest, l.hasDigest = d, ok
+	if r-1 != ex.prevRev || !ex.prevHad {
+		p, ok, err := ex.digestAt(r - 1)
+		if err != nil {
+			return err
+		}
+		if ok {
+			l.prev = &p
+		}
+	}
+	ex.prevRev, ex.prevHad, ex.prevD = r, ok, d
 	ex.out = appendLine(ex.out[:0], l)
 	_, err = ex.w.Write(ex.out)
 	ex.n++
@@ -245,6 +265,18 @@ func (ex *exporter[V]) line(r int64, kl *keyLog[V], x *exEntry[V]) error {
 		s.opts.progress(Revision(r))
 	}
 	return err
+}
+
+// digestAt returns D(r): the last line's, the chain's, or, for a sealed
+// revision the store let go of, the tier's.
+func (ex *exporter[V]) digestAt(r int64) (chain.Digest, bool, error) {
+	if ex.prevHad && ex.prevRev == r {
+		return ex.prevD, true, nil
+	}
+	if d, ok := ex.digests.At(r); ok {
+		return d, true, nil
+	}
+	return ex.s.sealedDigest(r)
 }
 
 // progressEvery is how many revisions go by between WithProgress's calls.

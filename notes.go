@@ -244,6 +244,7 @@ func (s *state[V]) sweepNotes() {
 	defer s.mu.Unlock()
 	s.dur.swept(s)
 	s.sweepNotesLocked()
+	s.sweepsDue--
 }
 
 // sweepNotesLocked lets go of every span none of whose revisions is kept;

@@ -357,6 +357,14 @@ func (s *state[V]) applyLoad(l *logLoad[V]) {
 
 func (s *state[V]) applyCompact(c wal.Compact) {
 	if c.Rev > s.compactRev {
+		if d := s.disk; d.sweepAfterReplay && d.tier.Load() != nil {
+			// The last compaction's sweep, as the live store made it
+			// before this one: the digests of sealed history it holds
+			// are rehashed before a new floor lets annotations go.
+			d.swept(s)
+			s.sweepNotesLocked()
+		}
+		s.disk.sweepAfterReplay = true
 		s.compactRev = c.Rev
 		s.compaction.Store(&mark{rev: c.Rev, time: time.Unix(c.Sec, c.Nsec).UTC()})
 		s.publishFloorLocked()

@@ -183,6 +183,8 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 	if rerr == nil && failure == nil {
 		if err := s.restoreChain(chainOf, notesOf, noted); err != nil {
 			rerr = &wal.Corruption{File: name, Offset: size, Why: err.Error()}
+		} else {
+			d.setFloorMark(s.floor.Load())
 		}
 	}
 	d.snapBytes.Store(size)

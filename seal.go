@@ -1,8 +1,9 @@
 package revkv
 
 import (
-	"encoding/binary"
+	"cmp"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,8 +44,25 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 	d.chainMu.Lock()
 	prev, okPrev := d.chain.At(lo - 1)
 	last, okLast := d.chain.At(hi)
+	// Marks every markEvery revisions, and at the first digest the chain
+	// holds in full: below it a compaction may have dropped entries, and
+	// a digest above it must not have to be rehashed from across the gap.
+	var marks []digestMark
+	if b := d.chain.Base(); b >= lo && b <= hi && b%markEvery != 0 {
+		dg, _ := d.chain.At(b)
+		marks = append(marks, digestMark{b, dg})
+	}
+	for r := (lo + markEvery - 1) / markEvery * markEvery; r <= hi; r += markEvery {
+		if dg, ok := d.chain.At(r); ok {
+			marks = append(marks, digestMark{r, dg})
+		}
+	}
+	slices.SortFunc(marks, func(a, b digestMark) int { return cmp.Compare(a.rev, b.rev) })
 	d.chainMu.Unlock()
 	s.mu.Unlock()
+	if n := len(d.manifest.Segments); !okPrev && n > 0 && d.manifest.Segments[n-1].Last == lo-1 {
+		prev, okPrev = d.manifest.Segments[n-1].Digest, true // the chain let it go in a compaction
+	}
 	if !okPrev && lo > 1 || !okLast {
 		return ref, fmt.Errorf("seal [%d, %d]: the chain no longer holds its digests", lo, hi)
 	}
@@ -84,7 +102,7 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 		err = w.AddTime(times.At(r - held))
 	}
 	if err == nil {
-		ref.Size, err = w.Finish(prev, last, zt.encode())
+		ref.Size, err = w.Finish(prev, last, zt.encode(marks))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -113,72 +131,6 @@ func segmentEntry[V any](key string, e *revlog.Entry[V], zones *revlog.Zones, zt
 	logEntry(&x, key, e, t)
 	return segment.Entry{Key: key, Rev: x.Rev, Sec: x.Sec, Nsec: x.Nsec, Zone: zt.number(x.Zone, x.Offset),
 		Op: segment.Op(x.Op), HasTTL: x.HasTTL, Expires: x.Expires}
-}
-
-// zoneTable numbers the (location name, offset) pairs of a segment's
-// entries' times, as the log writes them (logEntry): its encoding is the
-// segment's meta.
-type zoneTable struct {
-	ids   map[zoneKey]uint32
-	zones []zoneKey
-}
-
-type zoneKey struct {
-	name   string
-	offset int32
-}
-
-func (zt *zoneTable) number(name string, offset int32) uint32 {
-	k := zoneKey{name, offset}
-	if id, ok := zt.ids[k]; ok {
-		return id
-	}
-	if zt.ids == nil {
-		zt.ids = make(map[zoneKey]uint32)
-	}
-	zt.ids[k] = uint32(len(zt.zones))
-	zt.zones = append(zt.zones, k)
-	return uint32(len(zt.zones) - 1)
-}
-
-// encode returns the table: uvarint count, then per pair uvarint name
-// length, name, varint offset.
-func (zt *zoneTable) encode() []byte {
-	b := binary.AppendUvarint(nil, uint64(len(zt.zones)))
-	for _, z := range zt.zones {
-		b = binary.AppendUvarint(b, uint64(len(z.name)))
-		b = append(b, z.name...)
-		b = binary.AppendVarint(b, int64(z.offset))
-	}
-	return b
-}
-
-// decodeZones decodes a zone table into the (name, offset) pairs it numbers.
-func decodeZones(b []byte) ([]zoneKey, error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)) {
-		return nil, fmt.Errorf("a zone table without its count")
-	}
-	b = b[k:]
-	zs := make([]zoneKey, 0, n)
-	for range n {
-		l, k := binary.Uvarint(b)
-		if k <= 0 || l > uint64(len(b)-k) {
-			return nil, fmt.Errorf("a zone name runs past the table")
-		}
-		name := string(b[k : k+int(l)])
-		b = b[k+int(l):]
-		off, k := binary.Varint(b)
-		if k <= 0 || off < -24*3600 || off > 24*3600 {
-			return nil, fmt.Errorf("zone %q has no offset, or one of more than a day", name)
-		}
-		b = b[k:]
-		zs = append(zs, zoneKey{name, int32(off)})
-	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("bytes after the zone table")
-	}
-	return zs, nil
 }
 
 // locate returns a segment entry's time in its location, as Open does for
@@ -274,9 +226,15 @@ func (s *state[V]) seal(h int64) error {
 	d.manifest = m
 	d.tier.Store(t)
 	s.evict(h)
+	// The segments answer for the times and digests up to h now: but for
+	// the digests the kept entries at or below h need (and h's own, the
+	// link before the next seal), they leave memory.
 	s.mu.Lock()
-	s.order.Shed(h + 1) // the segments answer for their times now
+	s.order.Shed(h + 1)
 	s.mu.Unlock()
+	s.dropUnneeded(h, func(c *chain.Seq, need map[int64]bool) {
+		c.ForgetAllBut(h+1, slices.Collect(maps.Keys(need)))
+	})
 	return nil
 }
 
@@ -357,58 +315,4 @@ func (d *disk[V]) hide(s *state[V], kl *keyLog[V], cut int64, log bool) int {
 		d.writeNow(wal.KindTrim, d.rec)
 	}
 	return n
-}
-
-// VerifySealed re-hashes every sealed entry whose digests the store still
-// holds: each one's link from the digest before it must give the digest at
-// it, the ones the snapshot and the log gave Open (which checks the
-// segments' footers, not their entries, so as not to read sealed history).
-// It returns how many entries it checked; damage is ErrCorrupt naming the
-// segment and the revision. progress, if not nil, is called after each
-// segment with the last revision it covers. A store that never sealed,
-// or made by New, has nothing to check.
-func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
-	if s.disk == nil {
-		return 0, nil
-	}
-	t := s.disk.tier.Load()
-	if t == nil {
-		return 0, nil
-	}
-	var (
-		n    int64
-		h    chain.Hasher
-		link chain.Rev
-		x    wal.Entry
-	)
-	for i, seg := range t.segs {
-		for e, err := range seg.All() {
-			if err != nil {
-				return n, &OpError{Op: "verify", Key: t.refs[i].Name(), Err: corruptSegment(t.refs[i].Name(), err)}
-			}
-			s.disk.chainMu.Lock()
-			prev, ok1 := s.disk.chain.At(e.Rev - 1)
-			want, ok2 := s.disk.chain.At(e.Rev)
-			s.disk.chainMu.Unlock()
-			if !ok1 || !ok2 {
-				continue // below what the chain keeps: compacted away
-			}
-			z := t.zones[i][min(int(e.Zone), len(t.zones[i])-1)]
-			x = wal.Entry{Key: e.Key, Op: uint8(e.Op), Rev: e.Rev, Sec: e.Sec, Nsec: e.Nsec, Zone: z.name, Offset: z.offset,
-				HasTTL: e.HasTTL, Expires: e.Expires, Value: e.Value}
-			s.notes.mu.RLock()
-			notes := s.notes.notesOf(e.Rev)
-			s.notes.mu.RUnlock()
-			linkOf(&link, &x, notes)
-			if got := h.Next(prev, &link); got != want {
-				err := detail(ErrCorrupt, "", fmt.Sprintf("%s: revision %d: the hash chain breaks: the store holds %x, the entry gives %x", t.refs[i].Name(), e.Rev, want[:8], got[:8]))
-				return n, &OpError{Op: "verify", Key: t.refs[i].Name(), Err: err}
-			}
-			n++
-		}
-		if progress != nil {
-			progress(Revision(t.refs[i].Last))
-		}
-	}
-	return n, nil
 }

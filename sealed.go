@@ -29,7 +29,7 @@ type sealed[V any] struct {
 	refs  []segment.Ref
 	segs  []*segment.Reader
 	files []vfs.ReaderAt
-	zones [][]zoneKey
+	metas []segMeta
 }
 
 // openSealed opens the segments of dir's manifest m. A segment that is
@@ -52,9 +52,9 @@ func openSealed[V any](fsys vfs.FS, dir string, m segment.Manifest) (*sealed[V],
 		if err == nil && i > 0 && m.Segments[i-1].Last == ref.First-1 && r.Footer().Prev != m.Segments[i-1].Digest {
 			err = fmt.Errorf("%w: its chain does not follow the segment before it", segment.ErrCorrupt)
 		}
-		var zs []zoneKey
+		var meta segMeta
 		if err == nil {
-			if zs, err = decodeZones(r.Meta()); err != nil {
+			if meta, err = decodeMeta(r.Meta(), ref.First, ref.Last); err != nil {
 				err = fmt.Errorf("%w: %v", segment.ErrCorrupt, err)
 			}
 		}
@@ -62,7 +62,7 @@ func openSealed[V any](fsys vfs.FS, dir string, m segment.Manifest) (*sealed[V],
 			t.close()
 			return nil, corruptSegment(name, err)
 		}
-		t.segs, t.zones = append(t.segs, r), append(t.zones, zs)
+		t.segs, t.metas = append(t.segs, r), append(t.metas, meta)
 	}
 	return t, nil
 }
@@ -73,14 +73,14 @@ func (t *sealed[V]) with(fsys vfs.FS, dir string, ref segment.Ref) (*sealed[V], 
 	n := &sealed[V]{}
 	if t != nil {
 		n.refs, n.segs = slices.Clone(t.refs), slices.Clone(t.segs)
-		n.files, n.zones = slices.Clone(t.files), slices.Clone(t.zones)
+		n.files, n.metas = slices.Clone(t.files), slices.Clone(t.metas)
 	}
 	one, err := openSealed[V](fsys, dir, segment.Manifest{Segments: []segment.Ref{ref}})
 	if err != nil {
 		return nil, err
 	}
 	n.refs, n.segs = append(n.refs, ref), append(n.segs, one.segs...)
-	n.files, n.zones = append(n.files, one.files...), append(n.zones, one.zones...)
+	n.files, n.metas = append(n.files, one.files...), append(n.metas, one.metas...)
 	if k := len(n.refs); k > 1 && n.refs[k-2].Last == ref.First-1 && n.segs[k-1].Footer().Prev != n.refs[k-2].Digest {
 		one.close()
 		return nil, corruptSegment(ref.Name(), fmt.Errorf("%w: its chain does not follow the segment before it", segment.ErrCorrupt))
@@ -168,7 +168,7 @@ func (s *state[V]) sealedHistory(t *sealed[V], key string, lo, hi int64) iter.Se
 // publicEntry is a sealed entry as the API returns it: its time in its
 // location, its value decoded.
 func (s *state[V]) publicEntry(t *sealed[V], i int, x *segment.Entry) (Entry[V], error) {
-	tm, err := s.locate(x, t.zones[i])
+	tm, err := s.locate(x, t.metas[i].zones)
 	if err != nil {
 		return Entry[V]{}, corruptSegment(t.refs[i].Name(), fmt.Errorf("%w: %v", segment.ErrCorrupt, err))
 	}
@@ -279,6 +279,14 @@ func (s *state[V]) entryAt(key string, rev int64) (Entry[V], bool, error) {
 		return Entry[V]{}, false, ErrCompacted
 	}
 	return Entry[V]{}, false, nil
+}
+
+// sealedKept reports whether revision rev is a sealed entry the store
+// still keeps: one a compaction did not hide.
+func (s *state[V]) sealedKept(rev int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tierOrNil() != nil && s.sealedKeyOf(rev) != nil
 }
 
 // sealedKeyOf returns the log of the key whose sealed entry is revision

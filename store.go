@@ -85,6 +85,7 @@ type state[V any] struct {
 	one        [1]change[V]              // the change of a single write, being committed (commitOneLocked)
 	revs       *revKeys[V]               // each revision above the floor's key, for Diff; nil until the first Diff
 	notes      noteLog[V]                // the annotated commits (notes.go)
+	sweepsDue  int                       // compactions and trims whose walk's sweep (sweepNotes) is yet to come
 	// commitNotes are the annotations of the commit being made, sorted
 	// by key; nil for nearly every commit.
 	commitNotes []string

@@ -95,3 +95,26 @@ func TestSeqModel(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetAllBut: the digests below rev-1 go but for those named, and
+// D(rev-1) stays as the link before rev, as Forget keeps them.
+func TestForgetAllBut(t *testing.T) {
+	dg := func(r int64) Digest { return Digest{byte(r), byte(r >> 8)} }
+	s := NewSeq(0, dg(0))
+	for r := int64(1); r <= 5000; r++ {
+		s.Push(dg(r))
+	}
+	s.ForgetAllBut(4001, []int64{7, 8, 3000, 4500})
+	if s.Base() != 4000 {
+		t.Fatalf("Base() = %d, want 4000", s.Base())
+	}
+	for r := int64(0); r <= 5000; r++ {
+		d, ok := s.At(r)
+		if want := r >= 4000 || r == 7 || r == 8 || r == 3000; ok != want || ok && d != dg(r) {
+			t.Fatalf("At(%d) = %x, %v; want held %v", r, d[:2], ok, want)
+		}
+	}
+	if old := s.Old(); len(old) != 3 || old[0] != 7 || old[1] != 8 || old[2] != 3000 {
+		t.Fatalf("Old() = %v", old)
+	}
+}

@@ -100,6 +100,20 @@ func (s *Seq) Forget(rev int64, kept func(r int64) bool) {
 	}
 }
 
+// ForgetAllBut drops the digests of the revisions below rev-1 (never the
+// last one's), as Forget does, but for those of keep: O(len(keep) +
+// blocks dropped), not O(revisions dropped).
+func (s *Seq) ForgetAllBut(rev int64, keep []int64) {
+	rev = min(rev-1, s.base+s.n-1)
+	for _, q := range keep {
+		if q >= s.base && q < rev {
+			d, _ := s.At(q)
+			s.old[q] = d
+		}
+	}
+	s.Forget(rev+1, func(int64) bool { return false })
+}
+
 // KeepOld drops the older digests that kept(r) no longer asks for.
 func (s *Seq) KeepOld(kept func(r int64) bool) {
 	maps.DeleteFunc(s.old, func(r int64, _ Digest) bool { return !kept(r) })

@@ -1,0 +1,308 @@
+package revkv
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/revkv/revkv/chain"
+	"github.com/revkv/revkv/segment"
+	"github.com/revkv/revkv/wal"
+)
+
+// The chain over sealed history. Once a seal's segment holds a range of
+// revisions, the store lets go of their digests (but for the few its kept
+// entries need, and the last one's): a segment's footer holds the digest
+// before its first revision and at its last, its meta one every markEvery
+// revisions (seal_meta.go), and its entries are the rest of what the chain
+// covers. A sealed revision's digest is recomputed from the nearest mark
+// at or below it, reading the revisions in between in order.
+
+// rehasher recomputes links of a segment's entries, reusing its buffers.
+type rehasher[V any] struct {
+	s    *state[V]
+	h    chain.Hasher
+	link chain.Rev
+	x    wal.Entry
+}
+
+// next returns D(e.Rev) given prev = D(e.Rev-1), e being an entry of the
+// tier's i-th segment.
+func (rh *rehasher[V]) next(t *sealed[V], i int, prev chain.Digest, e *segment.Entry) chain.Digest {
+	zones := t.metas[i].zones
+	z := zones[min(int(e.Zone), len(zones)-1)] // the segment reader checked the zone
+	rh.x = wal.Entry{Key: e.Key, Op: uint8(e.Op), Rev: e.Rev, Sec: e.Sec, Nsec: e.Nsec, Zone: z.name, Offset: z.offset,
+		HasTTL: e.HasTTL, Expires: e.Expires, Value: e.Value}
+	rh.s.notes.mu.RLock()
+	notes := rh.s.notes.notesOf(e.Rev)
+	rh.s.notes.mu.RUnlock()
+	linkOf(&rh.link, &rh.x, notes)
+	return rh.h.Next(prev, &rh.link)
+}
+
+// sealedDigest returns D(rev) for a revision the tier covers (sealedDigests).
+func (s *state[V]) sealedDigest(rev int64) (chain.Digest, bool, error) {
+	var d chain.Digest
+	ok := false
+	err := s.sealedDigests([]int64{rev}, s.floor.Load(), func(_ int64, dg chain.Digest) { d, ok = dg, true })
+	return d, ok, err
+}
+
+// sealedDigests calls fn with D(r) of each revision r of revs (in
+// increasing order) that the store holds or can rehash: from the nearest
+// digest at or below r that r's segment holds (the one before its first
+// revision, or a mark) or the store holds, through revisions none of
+// which is below below. Below the floor, a compaction's sweep may have
+// let go of a revision's annotations, which its link covers: there only
+// the digests the store holds answer. A revision is left out if neither
+// does, or if an entry in between is not in the segment (one a compaction
+// dropped before the seal). One pass: a run of revisions shares the
+// rehashing between them.
+func (s *state[V]) sealedDigests(revs []int64, below int64, fn func(r int64, d chain.Digest)) error {
+	t := s.tierOrNil()
+	if t == nil {
+		return nil
+	}
+	fm := s.floorMarkOf()
+	rh := rehasher[V]{s: s}
+	var cur digestMark // the last digest rehashed, if curOK
+	curOK := false
+	for _, rev := range revs {
+		if d, ok := s.heldDigest(rev); ok || rev == 0 { // D(0) is 32 zero bytes
+			fn(rev, d)
+			continue
+		}
+		i := t.covering(rev)
+		if i < 0 || rev > t.refs[i].Last || rev < below {
+			continue
+		}
+		seg := t.segs[i]
+		from := digestMark{t.refs[i].First - 1, seg.Footer().Prev}
+		if m, ok := t.metas[i].markAt(rev); ok {
+			from = m
+		}
+		if fm.ok && fm.rev > from.rev && fm.rev <= rev {
+			from = fm.digestMark
+		}
+		if curOK && cur.rev >= from.rev && cur.rev <= rev {
+			from = cur // go on from the last one
+		}
+		if from.rev < below-1 {
+			if d, ok := s.heldDigest(below - 1); ok && below-1 >= t.refs[i].First-1 {
+				from = digestMark{below - 1, d}
+			} else {
+				curOK = false
+				continue // it would rehash revisions below below
+			}
+		}
+		if from.rev+1 < seg.Footer().TimesFrom { // revisions without locators
+			curOK = false
+			continue
+		}
+		cur, curOK = from, true
+		for e, err := range seg.Revisions(from.rev+1, rev) {
+			if err != nil {
+				return corruptSegment(t.refs[i].Name(), err)
+			}
+			if e.Rev != cur.rev+1 { // a gap: on from a digest the store holds, if it does
+				if cur.d, curOK = s.heldDigest(e.Rev - 1); !curOK {
+					break
+				}
+			}
+			cur = digestMark{e.Rev, rh.next(t, i, cur.d, &e)}
+		}
+		if curOK && cur.rev == rev {
+			fn(rev, cur.d)
+		} else {
+			curOK = false
+		}
+	}
+	return nil
+}
+
+// heldDigest returns D(r) if the chain holds it.
+func (s *state[V]) heldDigest(r int64) (chain.Digest, bool) {
+	s.disk.chainMu.Lock()
+	defer s.disk.chainMu.Unlock()
+	return s.disk.chain.At(r)
+}
+
+// floorMarkOf returns D(f-1) for the floor f of the last compaction the
+// store swept after (setFloorMark): annotations may be gone below f, and
+// the digests of the kept entries below f are held. Until the sweep after
+// a new compaction, it is still the last one's, which that sweep rehashes
+// from.
+func (s *state[V]) floorMarkOf() (fm struct {
+	digestMark
+	ok bool
+}) {
+	s.disk.chainMu.Lock()
+	defer s.disk.chainMu.Unlock()
+	return s.disk.floorMark
+}
+
+// setFloorMark sets the floor mark to D(floor-1), if the chain holds it:
+// after Open, and after each sweep.
+func (d *disk[V]) setFloorMark(floor int64) {
+	d.chainMu.Lock()
+	defer d.chainMu.Unlock()
+	d.sweptFloor = floor
+	if dg, ok := d.chain.At(floor - 1); ok && floor > 0 {
+		d.floorMark.digestMark, d.floorMark.ok = digestMark{floor - 1, dg}, true
+	}
+}
+
+// sweptSealed holds, before a compaction's sweep lets go of the
+// annotations of the revisions it dropped, the digests of sealed history
+// that can no longer be rehashed afterwards: those of need (the kept
+// entries below the floor, their predecessors, and the floor's
+// predecessor) that the chain let go of at a seal. The caller holds
+// state.mu.
+func (s *state[V]) sweptSealed(need map[int64]bool) error {
+	d := s.disk
+	d.chainMu.Lock()
+	var missing []int64
+	for r := range need {
+		if _, ok := d.chain.At(r); !ok && r >= 0 {
+			missing = append(missing, r)
+		}
+	}
+	d.chainMu.Unlock()
+	slices.Sort(missing)
+	// Rehashed from the floor before this compaction's: its sweep has not
+	// let go of the annotations between the two yet.
+	d.chainMu.Lock()
+	below := d.sweptFloor
+	d.chainMu.Unlock()
+	var got []digestMark
+	err := s.sealedDigests(missing, below, func(r int64, dg chain.Digest) { got = append(got, digestMark{r, dg}) })
+	d.chainMu.Lock()
+	for _, m := range got {
+		d.chain.AddOld(m.rev, m.d)
+	}
+	d.chainMu.Unlock()
+	return err
+}
+
+// VerifySealed re-hashes every sealed entry: from each segment's digest
+// before its first revision, revision by revision, every digest the
+// segment's marks, its footer and the store hold must follow (the
+// snapshot's and the log's chain, which Open checked, reaches the last
+// segment's footer; Open checks that each footer links to the one before
+// it, not the entries, so as not to read sealed history). Where a
+// compaction dropped entries before their seal, the chain starts again at
+// the next digest the segment or the store holds. It returns how many
+// entries it re-hashed; damage is ErrCorrupt naming the segment and the
+// revisions between the last digest that held and the one that broke.
+// progress, if not nil, is called after each segment with the last
+// revision it covers. A store that never sealed, or made by New, has
+// nothing to check.
+func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
+	t := s.tierOrNil()
+	if t == nil {
+		return 0, nil
+	}
+	var n int64
+	for i := range t.segs {
+		k, err := s.verifySegment(t, i)
+		n += k
+		if err != nil {
+			return n, &OpError{Op: "verify", Key: t.refs[i].Name(), Err: err}
+		}
+		if progress != nil {
+			progress(Revision(t.refs[i].Last))
+		}
+	}
+	return n, nil
+}
+
+// verifySegment re-hashes the tier's i-th segment (VerifySealed).
+func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
+	ref, seg, meta := t.refs[i], t.segs[i], &t.metas[i]
+	held := s.heldDigest
+	var n int64
+	from := seg.Footer().TimesFrom
+	if from > ref.First {
+		// The entries without locators, below a compaction's floor when
+		// sealed: each one is checked against the digests kept for it.
+		for e, err := range seg.All() {
+			if err != nil {
+				return n, corruptSegment(ref.Name(), err)
+			}
+			prev, ok1 := held(e.Rev - 1)
+			want, ok2 := held(e.Rev)
+			if e.Rev >= from || !ok1 || !ok2 {
+				continue
+			}
+			rh := rehasher[V]{s: s}
+			if rh.next(t, i, prev, &e) != want {
+				return n, chainBreak(ref, e.Rev-1, e.Rev)
+			}
+			n++
+		}
+	}
+	rh := rehasher[V]{s: s}
+	d, known, since := seg.Footer().Prev, from == ref.First, ref.First-1
+	marks := meta.marks
+	check := func(r int64, want chain.Digest) error {
+		if known && d != want {
+			return chainBreak(ref, since, r)
+		}
+		d, known, since = want, true, r
+		return nil
+	}
+	next, floor := from, s.floor.Load()
+	for e, err := range seg.Revisions(from, ref.Last) {
+		if err != nil {
+			return n, corruptSegment(ref.Name(), err)
+		}
+		if e.Rev < floor {
+			// Below the floor a sweep may have let go of annotations:
+			// only a kept entry, against the digests held for it.
+			prev, ok1 := held(e.Rev - 1)
+			want, ok2 := held(e.Rev)
+			if ok1 && ok2 {
+				if rh.next(t, i, prev, &e) != want {
+					return n, chainBreak(ref, e.Rev-1, e.Rev)
+				}
+				n++
+			}
+			known, next = false, e.Rev+1
+			continue
+		}
+		if e.Rev != next { // a gap: the chain starts again where a digest is held
+			known = false
+		}
+		if !known {
+			d, known = held(e.Rev - 1)
+			since = e.Rev - 1
+		}
+		if known {
+			d = rh.next(t, i, d, &e)
+			n++
+		}
+		next = e.Rev + 1
+		for len(marks) > 0 && marks[0].rev <= e.Rev {
+			if marks[0].rev == e.Rev {
+				if err := check(e.Rev, marks[0].d); err != nil {
+					return n, err
+				}
+			}
+			marks = marks[1:]
+		}
+		if want, ok := held(e.Rev); ok {
+			if err := check(e.Rev, want); err != nil {
+				return n, err
+			}
+		}
+	}
+	if next != ref.Last+1 {
+		known = false
+	}
+	return n, check(ref.Last, seg.Footer().Digest)
+}
+
+// chainBreak is the ErrCorrupt of a segment whose entries after revision
+// since do not give the digest held at revision at.
+func chainBreak(ref segment.Ref, since, at int64) error {
+	return detail(ErrCorrupt, "", fmt.Sprintf("%s: revisions %d to %d: the hash chain breaks", ref.Name(), since+1, at))
+}
