@@ -105,10 +105,15 @@ func (d *disk[V]) forget(s *state[V], floor int64) {
 	if d.chain == nil || s.revs == nil {
 		return
 	}
-	s.fillSealedLocked()
 	rk := s.revs
 	keptAt := func(r int64) bool {
-		if r < rk.base || r >= rk.base+int64(len(rk.kls)) {
+		if r < rk.base {
+			// A sealed revision, which the index leaves to the tier:
+			// kept for now; the sweep after the walk lets go of what
+			// no kept entry needs.
+			return d.tier.Load() != nil
+		}
+		if r >= rk.base+int64(len(rk.kls)) {
 			return false
 		}
 		return kept(rk.at(r), r)

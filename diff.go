@@ -86,10 +86,20 @@ func (s *state[V]) diffKeys(prefix string, from, to int64) ([]*keyLog[V], *View[
 	pin := s.openLocked(from, time.Time{})
 	revs := s.revKeysLocked()
 	var kls []*keyLog[V]
-	for r := from + 1; r <= to; r++ {
-		if kl := revs.at(r); kl != nil && strings.HasPrefix(kl.key, prefix) {
+	add := func(kl *keyLog[V]) {
+		if kl != nil && strings.HasPrefix(kl.key, prefix) {
 			kls = append(kls, kl)
 		}
+	}
+	if from+1 < revs.base {
+		// Sealed revisions, which the index leaves to the tier.
+		if err := s.sealedKeysLocked(from+1, min(to, revs.base-1), add); err != nil {
+			pin.Close()
+			return nil, nil, diffErr(prefix, from, to, err)
+		}
+	}
+	for r := max(from+1, revs.base); r <= to; r++ {
+		add(revs.at(r))
 	}
 	slices.SortFunc(kls, func(a, b *keyLog[V]) int { return strings.Compare(a.key, b.key) })
 	return slices.Compact(kls), pin, nil
@@ -113,13 +123,13 @@ func (f fromTo) String() string {
 // guarded by state.mu. Invariant, once built: kls holds revisions
 // base..base+len(kls)-1, every one from at most that revision to the last
 // assigned one, each with its entry in its key's log (if kept).
+//
+// A store that seals leaves the sealed revisions to the tier: base is
+// above the last sealed revision (sealedKeysLocked reads the rest), so
+// that the index costs memory for the revisions in memory alone.
 type revKeys[V any] struct {
 	base int64
 	kls  []*keyLog[V]
-	// sealed is set when the index was built from logs some of whose
-	// entries were sealed: their revisions' slots are nil until
-	// fillSealedLocked reads the tier (sealed.go).
-	sealed bool
 }
 
 // revKeysLocked returns the index, building it from the keys' logs on the
@@ -128,13 +138,17 @@ func (s *state[V]) revKeysLocked() *revKeys[V] {
 	if s.revs == nil {
 		s.buildRevKeysLocked(s.keepLocked() - 1) // the chain looks one lower (disk.forget)
 	}
-	s.fillSealedLocked()
 	return s.revs
 }
 
 // buildRevKeysLocked builds the index from revision base on.
 func (s *state[V]) buildRevKeysLocked(base int64) {
 	base = max(base, 1)
+	if t := s.tierOrNil(); t != nil {
+		// Not above the next revision: Open replays from its snapshot,
+		// which may be older than the last seal.
+		base = max(base, min(t.last(), s.order.Last().Rev)+1)
+	}
 	rk := &revKeys[V]{base: base, kls: make([]*keyLog[V], max(s.order.Last().Rev-base+1, 0))}
 	s.tree.Ascend(func(kl *keyLog[V]) bool {
 		for _, e := range kl.log.Entries() {
@@ -142,7 +156,6 @@ func (s *state[V]) buildRevKeysLocked(base int64) {
 				rk.kls[e.Rev-base] = kl
 			}
 		}
-		rk.sealed = rk.sealed || kl.log.SealedBelow() > base
 		return true
 	})
 	s.revs = rk

@@ -67,7 +67,6 @@ func (s *state[V]) export(w io.Writer, prefix string) error {
 	// import keeps the same: not from the digests' own base, which need
 	// not be.
 	from := max(s.order.Base()-1, 1)
-	s.fillSealedLocked()
 	lo := s.revs.base
 	var older []exEntry[V]
 	var err error

@@ -231,6 +231,9 @@ func (s *state[V]) seal(h int64) error {
 	// link before the next seal), they leave memory.
 	s.mu.Lock()
 	s.order.Shed(h + 1)
+	if s.revs != nil {
+		s.revs.forget(h) // the tier answers which key made them
+	}
 	s.mu.Unlock()
 	s.dropUnneeded(h, func(c *chain.Seq, need map[int64]bool) {
 		c.ForgetAllBut(h+1, slices.Collect(maps.Keys(need)))

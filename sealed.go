@@ -213,51 +213,46 @@ func liveAt[V any](e *Entry[V], t int64) bool {
 	return e.Op == OpPut && (e.ExpiresAt.IsZero() || e.ExpiresAt.UnixNano() > t)
 }
 
-// fillSealedLocked fills the index of revisions' keys (revKeys) for the
-// sealed revisions its build found no entry for, from the tier, once.
-// It reads every sealed revision from the index's base on: the price of
-// an index built after a seal (at Open, or a first Diff), paid by its
-// first user. The caller holds state.mu.
-func (s *state[V]) fillSealedLocked() {
-	rk := s.revs
-	if rk == nil || !rk.sealed || s.disk == nil {
-		return
-	}
-	rk.sealed = false
-	t := s.disk.tier.Load()
+// sealedKeysLocked calls fn with the log of the key of each sealed
+// revision lo..hi, in revision order, whose entry the key's log still
+// counts on (a compaction did not hide it). The caller holds state.mu.
+func (s *state[V]) sealedKeysLocked(lo, hi int64, fn func(kl *keyLog[V])) error {
+	t := s.tierOrNil()
 	if t == nil {
-		return
+		return nil
 	}
 	set := func(e segment.Entry) {
-		if e.Rev < rk.base || e.Rev >= rk.base+int64(len(rk.kls)) || rk.at(e.Rev) != nil {
+		if e.Rev < lo || e.Rev > hi {
 			return
 		}
-		if kl := s.lookupLocked(e.Key); kl != nil && e.Rev < kl.log.SealedBelow() {
-			rk.kls[e.Rev-rk.base] = kl
+		if kl := s.lookupLocked(e.Key); kl != nil && e.Rev >= kl.log.SealedFrom() && e.Rev < kl.log.SealedBelow() {
+			fn(kl)
 		}
 	}
 	for i, r := range t.refs {
-		if r.Last < rk.base {
+		if r.Last < lo || r.First > hi {
 			continue
 		}
-		from := t.segs[i].Footer().TimesFrom
-		if from > rk.base { // revisions without locators: the few entries below the segment's times
+		if from := t.segs[i].Footer().TimesFrom; from > max(lo, r.First) {
+			// The revisions without locators: the few entries below the
+			// segment's times, in key order.
 			for e, err := range t.segs[i].All() {
 				if err != nil {
-					break
+					return corruptSegment(r.Name(), err)
 				}
 				if e.Rev < from {
 					set(e)
 				}
 			}
 		}
-		for e, err := range t.segs[i].Revisions(rk.base, r.Last) {
+		for e, err := range t.segs[i].Revisions(max(lo, r.First), min(hi, r.Last)) {
 			if err != nil {
-				break
+				return corruptSegment(r.Name(), err)
 			}
 			set(e)
 		}
 	}
+	return nil
 }
 
 // entryAt returns key's entry visible at rev, from its log or the tier: a
