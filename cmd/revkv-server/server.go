@@ -162,7 +162,8 @@ func (s *server) handle(c *client) {
 		// A run of plain SETs in a pipeline is one Update: one hold of the
 		// write lock instead of one each. They commit in order, as they
 		// would one by one, and share a time.
-		plainSet := len(args) == 3 && c.authed && !c.inMulti && bytes.EqualFold(args[0], setName)
+		plainSet := len(args) == 3 && c.authed && !c.inMulti && bytes.EqualFold(args[0], setName) &&
+			!reserved(args[1]) && !reserved(args[2])
 		if plainSet {
 			sets = append(sets, pendingSet{string(args[1]), bytes.Clone(args[2])})
 			if c.rd.Buffered() > 0 && len(sets) < maxSetRun {
