@@ -139,9 +139,7 @@ func typeName(t byte) string {
 func load(c *client, r kv, key string, typ byte) *meta {
 	e, ok := r.GetEntry(key)
 	if !ok {
-		var g [8]byte
-		rand.Read(g[:])
-		return &meta{key: key, typ: typ, gen: string(g[:])}
+		return &meta{key: key, typ: typ} // its generation is made at its first element (el)
 	}
 	if !isMeta(e.Value) || e.Value[len(metaMagic)] != typ {
 		c.w.Error(errWrongType)
@@ -165,6 +163,9 @@ func (m *meta) save(tx *revkv.Txn[[]byte]) {
 
 // el is the store key of an element: the generation's prefix, kind, rest.
 func (m *meta) el(kind byte, rest string) string {
+	if m.gen == "" {
+		m.gen = newGen()
+	}
 	var b strings.Builder
 	b.Grow(len(internal) + 9 + len(rest))
 	b.WriteString(internal)
@@ -267,8 +268,7 @@ func del(tx *revkv.Txn[[]byte], key string) bool {
 // copyElements copies m's elements under a new generation and returns the
 // copy's metadata value (COPY).
 func copyElements(tx *revkv.Txn[[]byte], m *meta) []byte {
-	var g [8]byte
-	rand.Read(g[:])
+	g := newGen()
 	p := internal + m.gen
 	type kvp struct {
 		k string
@@ -282,9 +282,18 @@ func copyElements(tx *revkv.Txn[[]byte], m *meta) []byte {
 		els = append(els, kvp{k[len(p):], v})
 	}
 	for _, e := range els {
-		tx.Put(internal+string(g[:])+e.k, e.v)
+		tx.Put(internal+g+e.k, e.v)
 	}
 	cp := *m
-	cp.gen = string(g[:])
+	cp.gen = g
 	return cp.encode()
+}
+
+// newGen makes a collection's generation: 8 random bytes, so that a key
+// deleted or expired and written again never finds its old elements (which
+// an expiry leaves behind) under its new ones.
+func newGen() string {
+	var g [8]byte
+	rand.Read(g[:])
+	return string(g[:])
 }

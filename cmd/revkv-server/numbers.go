@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"math/big"
 	"strconv"
 	"strings"
@@ -77,4 +78,37 @@ func parseInt(b []byte) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	return n, err == nil
+}
+
+const errNaN = "ERR increment would produce NaN or Infinity"
+
+// addLongDouble adds incr to the number cur (0 when !exists) as Redis's
+// INCRBYFLOAT and HINCRBYFLOAT do: in the x87 long double (a 64-bit
+// mantissa), printed with 17 digits after the point and its trailing zeros
+// cut, so that the same additions give the same strings (10.1 + 0.2 is
+// "10.3"). A cur that is no number is notNum's error.
+func addLongDouble(cur []byte, exists bool, incr *big.Float, notNum string) ([]byte, string) {
+	n := new(big.Float).SetPrec(64)
+	if exists {
+		var ok bool
+		if n, ok = parseLongDouble(cur); !ok {
+			return nil, notNum
+		}
+	}
+	if n.IsInf() || incr.IsInf() { // inf, or inf - inf: no number (and big.Float panics on the latter)
+		return nil, errNaN
+	}
+	n.Add(n, incr)
+	if n.MantExp(nil) > maxLongDoubleExp {
+		return nil, errNaN
+	}
+	v := []byte(n.Text('f', 17))
+	if bytes.IndexByte(v, '.') >= 0 {
+		v = bytes.TrimRight(v, "0")
+		v = bytes.TrimSuffix(v, []byte("."))
+	}
+	if string(v) == "-0" { // as Redis: never a negative zero
+		v = v[1:]
+	}
+	return v, ""
 }

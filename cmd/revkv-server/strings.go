@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -427,29 +426,14 @@ func cmdIncrByFloat(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		c.w.Error(errWrongType)
 		return
 	}
-	cur := new(big.Float).SetPrec(64)
+	var cur []byte
 	if exists {
-		if cur, ok = parseLongDouble(e.Value); !ok {
-			c.w.Error(errNotFloat)
-			return
-		}
+		cur = e.Value
 	}
-	if cur.IsInf() || incr.IsInf() { // inf, or inf - inf: no number (and big.Float panics on the latter)
-		c.w.Error("ERR increment would produce NaN or Infinity")
+	v, msg := addLongDouble(cur, exists, incr, errNotFloat)
+	if msg != "" {
+		c.w.Error(msg)
 		return
-	}
-	cur.Add(cur, incr)
-	if cur.MantExp(nil) > maxLongDoubleExp {
-		c.w.Error("ERR increment would produce NaN or Infinity")
-		return
-	}
-	v := []byte(cur.Text('f', 17))
-	if bytes.IndexByte(v, '.') >= 0 {
-		v = bytes.TrimRight(v, "0")
-		v = bytes.TrimSuffix(v, []byte("."))
-	}
-	if string(v) == "-0" { // as Redis: never a negative zero
-		v = v[1:]
 	}
 	putKeepTTL(tx, key, v, e, exists)
 	c.w.Bulk(v)
