@@ -154,6 +154,7 @@ func (m *meta) save(tx *revkv.Txn[[]byte]) {
 	if m.n <= 0 {
 		if m.exists {
 			tx.Delete(m.key)
+			m.exists = false
 		}
 		return
 	}

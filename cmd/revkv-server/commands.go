@@ -165,6 +165,7 @@ func (s *server) dispatch(c *client, args [][]byte) {
 		cmd.read(c, r, args)
 	default:
 		s.update(c, func(tx *revkv.Txn[[]byte]) { cmd.write(c, tx, args) })
+		s.blocking.wake()
 	}
 }
 

@@ -113,6 +113,7 @@ func cmdExec(s *server, c *client, _ [][]byte) {
 		c.w.NullArray()
 		return
 	}
+	s.blocking.wake()
 	for i, args := range queued {
 		if replies[i] == nil {
 			s.runConn(c, lookup(args[0]), args)

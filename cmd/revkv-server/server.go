@@ -46,6 +46,7 @@ type server struct {
 	conns   sync.WaitGroup // one per client goroutine
 
 	cursors    cursors
+	blocking   blocking
 	panicSites sites // where recovered panics came from, for the log
 	stats      struct {
 		commands    atomic.Int64
@@ -59,7 +60,8 @@ func newServer(store *revkv.Store[[]byte], cfg config, log *slog.Logger) *server
 	if cfg.maxValue <= 0 {
 		cfg.maxValue = resp.DefaultMaxBulk
 	}
-	return &server{store: store, cfg: cfg, log: log, start: time.Now(), clients: map[*client]struct{}{}, cursors: newCursors(4096)}
+	return &server{store: store, cfg: cfg, log: log, start: time.Now(), clients: map[*client]struct{}{}, cursors: newCursors(4096),
+		blocking: blocking{closed: make(chan struct{})}}
 }
 
 // client is one connection's state. Its fields are used by its own
@@ -237,6 +239,9 @@ func (s *server) setAll(c *client, sets []pendingSet) []pendingSet {
 // them, closes what is left, and closes the store.
 func (s *server) shutdown(ln net.Listener, grace time.Duration) error {
 	s.mu.Lock()
+	if !s.closing {
+		close(s.blocking.closed) // blocked clients answer as if timed out
+	}
 	s.closing = true
 	for c := range s.clients {
 		c.conn.SetReadDeadline(time.Now())
