@@ -25,6 +25,7 @@ type blocking struct {
 	mu      sync.Mutex // guards waiters
 	waiters []*waiter
 	n       atomic.Int32 // len(waiters), read without the lock by every write
+	blocked atomic.Int32 // clients waiting past their first attempt: INFO's blocked_clients
 	round   sync.Mutex   // one round of retries at a time
 	closed  chan struct{}
 }
@@ -88,9 +89,11 @@ func (s *server) block(c *client, timeout time.Duration, attempt func(tx *revkv.
 	b.n.Store(int32(len(b.waiters)))
 	b.mu.Unlock()
 	defer b.remove(w)
-	if s.tryBlocked(c, attempt) {
+	if s.tryBlocked(c, attempt, true) {
 		return
 	}
+	b.blocked.Add(1)
+	defer b.blocked.Add(-1)
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -100,7 +103,7 @@ func (s *server) block(c *client, timeout time.Duration, attempt func(tx *revkv.
 	for {
 		select {
 		case <-w.try:
-			ok := s.tryBlocked(c, attempt)
+			ok := s.tryBlocked(c, attempt, false)
 			w.done <- ok
 			if ok {
 				return
@@ -115,13 +118,21 @@ func (s *server) block(c *client, timeout time.Duration, attempt func(tx *revkv.
 	}
 }
 
-// tryBlocked runs attempt in an Update; a reply it wrote without serving is
-// dropped.
-func (s *server) tryBlocked(c *client, attempt func(tx *revkv.Txn[[]byte]) bool) bool {
+// tryBlocked runs attempt in an Update. After the first attempt, an error
+// (WRONGTYPE: a key now of another type) serves no one, as in Redis, where
+// only a key of the awaited type wakes a blocked client.
+func (s *server) tryBlocked(c *client, attempt func(tx *revkv.Txn[[]byte]) bool, first bool) bool {
 	mark := c.w.Len()
 	served := false
 	_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
 		served = attempt(tx)
+		if served && !first && c.w.Len() > mark {
+			if r := c.w.Take(mark); r[0] == '-' {
+				served = false
+			} else {
+				c.w.Raw(r)
+			}
+		}
 		return nil
 	})
 	if err != nil {

@@ -48,7 +48,7 @@ const internal = "\xff\x00"
 // metaMagic starts every metadata value.
 const metaMagic = internal + "M"
 
-const metaLen = len(metaMagic) + 1 + 8 + 8 + 8 + 8
+const metaLen = len(metaMagic) + 1 + 8 + 8 + 8 + 8 + 1
 
 const (
 	tHash = 'h'
@@ -71,8 +71,12 @@ type meta struct {
 	gen        string // 8 bytes
 	n          int64
 	head, tail int64 // lists: the positions in use are head <= p < tail
-	e          revkv.Entry[[]byte]
-	exists     bool
+	// big says the collection outgrew what Redis keeps compact (a
+	// listpack, an intset): OBJECT ENCODING's answer (see object.go).
+	big    bool
+	e      revkv.Entry[[]byte]
+	exists bool
+	lim    *limits
 }
 
 // isMeta reports whether a key's value is a collection's metadata.
@@ -81,7 +85,8 @@ func isMeta(v []byte) bool { return len(v) == metaLen && string(v[:len(metaMagic
 func decodeMeta(key string, e revkv.Entry[[]byte]) *meta {
 	v := e.Value[len(metaMagic):]
 	return &meta{key: key, typ: v[0], gen: string(v[1:9]), n: int64(binary.BigEndian.Uint64(v[9:])),
-		head: int64(binary.BigEndian.Uint64(v[17:])), tail: int64(binary.BigEndian.Uint64(v[25:])), e: e, exists: true}
+		head: int64(binary.BigEndian.Uint64(v[17:])), tail: int64(binary.BigEndian.Uint64(v[25:])), big: v[33] == 1,
+		e: e, exists: true}
 }
 
 func (m *meta) encode() []byte {
@@ -91,7 +96,8 @@ func (m *meta) encode() []byte {
 	b = append(b, m.gen...)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.n))
 	b = binary.BigEndian.AppendUint64(b, uint64(m.head))
-	return binary.BigEndian.AppendUint64(b, uint64(m.tail))
+	b = binary.BigEndian.AppendUint64(b, uint64(m.tail))
+	return append(b, byte(b2i(m.big)))
 }
 
 // kv is what collection commands read: a transaction, or a View.
@@ -139,18 +145,21 @@ func typeName(t byte) string {
 func load(c *client, r kv, key string, typ byte) *meta {
 	e, ok := r.GetEntry(key)
 	if !ok {
-		return &meta{key: key, typ: typ} // its generation is made at its first element (el)
+		return &meta{key: key, typ: typ, lim: &c.srv.limits} // its generation is made at its first element (el)
 	}
 	if !isMeta(e.Value) || e.Value[len(metaMagic)] != typ {
 		c.w.Error(errWrongType)
 		return nil
 	}
-	return decodeMeta(key, e)
+	m := decodeMeta(key, e)
+	m.lim = &c.srv.limits
+	return m
 }
 
 // save writes the metadata after a change of the collection: an empty one
 // is deleted, as Redis deletes empty collections; otherwise its TTL is kept.
 func (m *meta) save(tx *revkv.Txn[[]byte]) {
+	m.outgrow()
 	if m.n <= 0 {
 		if m.exists {
 			tx.Delete(m.key)

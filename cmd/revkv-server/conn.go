@@ -272,6 +272,7 @@ func cmdInfo(s *server, c *client, a [][]byte) {
 		fmt.Sprintf("uptime_in_days:%d", int64(up.Hours()/24)))
 	section("Clients",
 		fmt.Sprintf("connected_clients:%d", nclients),
+		fmt.Sprintf("blocked_clients:%d", s.blocking.blocked.Load()),
 		fmt.Sprintf("maxclients:%d", s.cfg.maxClients))
 	section("Stats",
 		fmt.Sprintf("total_connections_received:%d", s.stats.connections.Load()),

@@ -42,6 +42,7 @@ func cardinality(c *client, r reader, a [][]byte, typ byte) {
 // hput writes field's value, counting a new field; it reports whether the
 // field is new.
 func (m *meta) hput(tx *revkv.Txn[[]byte], field, v []byte) bool {
+	m.grow(field, v)
 	k := m.el(tHash, string(field))
 	_, had := tx.Get(k)
 	tx.Put(k, clone(v))
@@ -220,6 +221,10 @@ func cmdHIncrByFloat(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	incr, ok := parseLongDouble(a[3])
 	if !ok {
 		c.w.Error(errNotFloat)
+		return
+	}
+	if incr.IsInf() { // before the key is read, as Redis
+		c.w.Error("ERR value is NaN or Infinity")
 		return
 	}
 	m := load(c, tx, string(a[1]), tHash)

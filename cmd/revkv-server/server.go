@@ -46,6 +46,11 @@ type server struct {
 	conns   sync.WaitGroup // one per client goroutine
 
 	cursors    cursors
+	configs    configs
+	limits     limits
+	// maxClients and pubsubLimit are what CONFIG SET may change.
+	maxClients  atomic.Int64
+	pubsubLimit atomic.Int64 // bytes a subscriber's unsent messages may reach; 0: no limit
 	blocking   blocking
 	panicSites sites // where recovered panics came from, for the log
 	stats      struct {
@@ -60,8 +65,10 @@ func newServer(store *revkv.Store[[]byte], cfg config, log *slog.Logger) *server
 	if cfg.maxValue <= 0 {
 		cfg.maxValue = resp.DefaultMaxBulk
 	}
-	return &server{store: store, cfg: cfg, log: log, start: time.Now(), clients: map[*client]struct{}{}, cursors: newCursors(4096),
+	s := &server{store: store, cfg: cfg, log: log, start: time.Now(), clients: map[*client]struct{}{}, cursors: newCursors(4096),
 		blocking: blocking{closed: make(chan struct{})}}
+	s.initConfig()
+	return s
 }
 
 // client is one connection's state. Its fields are used by its own
@@ -115,7 +122,7 @@ func (s *server) accept(conn net.Conn) {
 		rd: resp.NewReader(conn), w: resp.NewWriter(conn), authed: s.cfg.requirepass == ""}
 	c.rd.MaxBulk = s.cfg.maxValue
 	s.mu.Lock()
-	if s.closing || s.cfg.maxClients > 0 && len(s.clients) >= s.cfg.maxClients {
+	if s.closing || s.maxClients.Load() > 0 && int64(len(s.clients)) >= s.maxClients.Load() {
 		s.mu.Unlock()
 		s.stats.rejected.Add(1)
 		c.w.Error("ERR max number of clients reached")

@@ -45,6 +45,7 @@ func (m *meta) sAdd(tx *revkv.Txn[[]byte], member []byte) bool {
 	if m.sHas(tx, member) {
 		return false
 	}
+	m.grow(member)
 	tx.Put(m.el(tSet, string(member)), []byte{})
 	m.n++
 	return true
@@ -306,13 +307,13 @@ func setOp(c *client, r kv, dst []byte, keys [][]byte, op int, tx *revkv.Txn[[]b
 		return
 	}
 	c.w.Int(int64(len(out)))
-	storeSet(tx, string(dst), out)
+	storeSet(c, tx, string(dst), out)
 }
 
 // storeSet replaces dst by a set of members (none: dst is deleted).
-func storeSet(tx *revkv.Txn[[]byte], dst string, members [][]byte) {
+func storeSet(c *client, tx *revkv.Txn[[]byte], dst string, members [][]byte) {
 	del(tx, dst)
-	m := &meta{key: dst, typ: tSet}
+	m := &meta{key: dst, typ: tSet, lim: &c.srv.limits}
 	for _, x := range members {
 		m.sAdd(tx, x)
 	}
@@ -337,11 +338,7 @@ func cmdSInterCard(c *client, r reader, a [][]byte) {
 // its order.
 func numKeys(c *client, a [][]byte, at int, withLimit bool) (keys [][]byte, limit int64, ok bool) {
 	n, ok := parseInt(a[at])
-	if !ok {
-		c.w.Error(errNotInt)
-		return nil, 0, false
-	}
-	if n <= 0 {
+	if !ok || n <= 0 { // Redis's range check answers both alike
 		c.w.Error("ERR numkeys should be greater than 0")
 		return nil, 0, false
 	}
@@ -357,11 +354,7 @@ func numKeys(c *client, a [][]byte, at int, withLimit bool) (keys [][]byte, limi
 			return nil, 0, false
 		}
 		l, ok := parseInt(rest[i+1])
-		if !ok {
-			c.w.Error(errNotInt)
-			return nil, 0, false
-		}
-		if l < 0 {
+		if !ok || l < 0 {
 			c.w.Error("ERR LIMIT can't be negative")
 			return nil, 0, false
 		}

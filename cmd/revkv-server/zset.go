@@ -30,6 +30,7 @@ func (m *meta) zScore(r kv, member string) (float64, bool) {
 
 // zSet gives member the score, adding it if new; it reports whether it was.
 func (m *meta) zSet(tx *revkv.Txn[[]byte], member string, score float64) bool {
+	m.grow([]byte(member))
 	old, had := m.zScore(tx, member)
 	if had {
 		if old == score {

@@ -284,14 +284,14 @@ func zRangeCmd(c *client, r kv, a [][]byte, by byte, rev, store bool, tx *revkv.
 		zReply(c, els, withScores)
 		return
 	}
-	storeZset(tx, string(a[0]), els)
+	storeZset(c, tx, string(a[0]), els)
 	c.w.Int(int64(len(els)))
 }
 
 // storeZset replaces dst by a sorted set of els (none: dst is deleted).
-func storeZset(tx *revkv.Txn[[]byte], dst string, els []zel) {
+func storeZset(c *client, tx *revkv.Txn[[]byte], dst string, els []zel) {
 	del(tx, dst)
-	m := &meta{key: dst, typ: tZset}
+	m := &meta{key: dst, typ: tZset, lim: &c.srv.limits}
 	for _, z := range els {
 		m.zSet(tx, z.member, z.score)
 	}

@@ -243,7 +243,7 @@ func zSetOp(c *client, r kv, a [][]byte, op int, tx *revkv.Txn[[]byte]) {
 		zReply(c, out, withScores)
 		return
 	}
-	storeZset(tx, string(a[1]), out)
+	storeZset(c, tx, string(a[1]), out)
 	c.w.Int(int64(len(out)))
 }
 
@@ -322,16 +322,30 @@ func zCombine(maps []map[string]float64, lists [][]zel, weights []float64, agg s
 	return out
 }
 
+// cmdZInterCard: ZINTERCARD numkeys key... [LIMIT n], with ZINTER's
+// errors for numkeys (Redis parses both alike).
 func cmdZInterCard(c *client, r reader, a [][]byte) {
-	keys, limit, ok := numKeys(c, a, 1, true)
-	if !ok {
+	n, ok := parseInt(a[1])
+	switch {
+	case !ok:
+		c.w.Error(errNotInt)
+		return
+	case n < 1:
+		c.w.Error("ERR at least 1 input key is needed for 'zintercard' command")
+		return
+	case n > int64(len(a)-2):
+		c.w.Error(errSyntax)
+		return
+	}
+	keys, limit, ok2 := numKeys(c, a, 1, true)
+	if !ok2 {
 		return
 	}
 	maps, lists, ok := zsetsOf(c, r.kv(), keys)
 	if !ok {
 		return
 	}
-	n := int64(len(zCombine(maps, lists, make([]float64, len(keys)), "SUM", opInter)))
+	n = int64(len(zCombine(maps, lists, make([]float64, len(keys)), "SUM", opInter)))
 	if limit > 0 {
 		n = min(n, limit)
 	}
