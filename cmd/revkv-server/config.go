@@ -68,13 +68,13 @@ var configDefaults = [][2]string{
 
 // configAliases maps Redis's older names to the ones above.
 var configAliases = map[string]string{
-	"list-max-ziplist-size":     "list-max-listpack-size",
-	"hash-max-ziplist-entries":  "hash-max-listpack-entries",
-	"hash-max-ziplist-value":    "hash-max-listpack-value",
-	"zset-max-ziplist-entries":  "zset-max-listpack-entries",
-	"zset-max-ziplist-value":    "zset-max-listpack-value",
-	"lua-time-limit":            "busy-reply-threshold",
-	"slave-read-only":           "replica-read-only",
+	"list-max-ziplist-size":    "list-max-listpack-size",
+	"hash-max-ziplist-entries": "hash-max-listpack-entries",
+	"hash-max-ziplist-value":   "hash-max-listpack-value",
+	"zset-max-ziplist-entries": "zset-max-listpack-entries",
+	"zset-max-ziplist-value":   "zset-max-listpack-value",
+	"lua-time-limit":           "busy-reply-threshold",
+	"slave-read-only":          "replica-read-only",
 }
 
 func (s *server) initConfig() {

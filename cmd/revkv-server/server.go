@@ -45,15 +45,15 @@ type server struct {
 	closing bool
 	conns   sync.WaitGroup // one per client goroutine
 
-	cursors    cursors
-	configs    configs
-	limits     limits
+	cursors cursors
+	configs configs
+	limits  limits
 	// maxClients and pubsubLimit are what CONFIG SET may change.
 	maxClients  atomic.Int64
 	pubsubLimit atomic.Int64 // bytes a subscriber's unsent messages may reach; 0: no limit
-	blocking   blocking
-	panicSites sites // where recovered panics came from, for the log
-	stats      struct {
+	blocking    blocking
+	panicSites  sites // where recovered panics came from, for the log
+	stats       struct {
 		commands    atomic.Int64
 		connections atomic.Int64
 		rejected    atomic.Int64
