@@ -94,6 +94,12 @@ func (s *server) block(c *client, timeout time.Duration, attempt func(tx *revkv.
 	}
 	b.blocked.Add(1)
 	defer b.blocked.Add(-1)
+	select { // an unblock meant for an earlier command
+	case <-c.unblock:
+	default:
+	}
+	c.blockedNow.Store(true)
+	defer c.blockedNow.Store(false)
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -114,25 +120,27 @@ func (s *server) block(c *client, timeout time.Duration, attempt func(tx *revkv.
 		case <-b.closed:
 			c.w.NullArray()
 			return
+		case how := <-c.unblock:
+			if how == "error" {
+				c.w.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+			} else {
+				c.w.NullArray()
+			}
+			return
 		}
 	}
 }
 
-// tryBlocked runs attempt in an Update. After the first attempt, an error
-// (WRONGTYPE: a key now of another type) serves no one, as in Redis, where
-// only a key of the awaited type wakes a blocked client.
+// tryBlocked runs attempt in an Update. After the first attempt, a key
+// waited on that holds another type is passed over (c.retrying), as in
+// Redis, where only a key of the awaited type wakes a blocked client.
 func (s *server) tryBlocked(c *client, attempt func(tx *revkv.Txn[[]byte]) bool, first bool) bool {
 	mark := c.w.Len()
 	served := false
+	c.retrying = !first
+	defer func() { c.retrying = false }()
 	_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
 		served = attempt(tx)
-		if served && !first && c.w.Len() > mark {
-			if r := c.w.Take(mark); r[0] == '-' {
-				served = false
-			} else {
-				c.w.Raw(r)
-			}
-		}
 		return nil
 	})
 	if err != nil {
@@ -141,7 +149,7 @@ func (s *server) tryBlocked(c *client, attempt func(tx *revkv.Txn[[]byte]) bool,
 		return true
 	}
 	if served {
-		c.w.Flush()
+		c.flush()
 	}
 	return served
 }
@@ -266,4 +274,15 @@ func bzpop(c *client, tx *revkv.Txn[[]byte], a [][]byte, max bool) bool {
 		c.w.Bulk(formatScore(els[0].score))
 	}
 	return !done || key != ""
+}
+
+// loadSource is load for a key a blocking command pops from: on a retry, a
+// key of another type is passed over as empty.
+func loadSource(c *client, tx *revkv.Txn[[]byte], key string, typ byte) *meta {
+	if c.retrying {
+		if t := typeOf(tx, key); t != "none" && t != typeName(typ) {
+			return &meta{key: key, typ: typ}
+		}
+	}
+	return load(c, tx, key, typ)
 }

@@ -118,6 +118,9 @@ var noAuth = map[string]bool{"auth": true, "hello": true, "quit": true}
 func (s *server) dispatch(c *client, args [][]byte) {
 	defer s.contain(c, c.w.Len(), 1)
 	cmd := lookup(args[0])
+	if cmd != nil {
+		defer c.ran(cmd.name)
+	}
 	if cmd == nil {
 		if c.inMulti {
 			c.dirty = true
@@ -127,6 +130,14 @@ func (s *server) dispatch(c *client, args [][]byte) {
 	}
 	if !c.authed && !noAuth[cmd.name] { // c.authed first: no map lookup once authenticated
 		c.w.Error("NOAUTH Authentication required.")
+		return
+	}
+	if c.sub != nil && !pubsubAllowed[cmd.name] && c.subscribed() {
+		c.w.Error("ERR Can't execute '" + cmd.name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		return
+	}
+	if cmd.name == "ping" && c.subscribed() && len(args) <= 2 {
+		pubsubPing(c, args)
 		return
 	}
 	if cmd.arity > 0 && len(args) != cmd.arity || cmd.arity < 0 && len(args) < -cmd.arity {

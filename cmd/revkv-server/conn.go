@@ -21,7 +21,8 @@ func init() {
 		&command{name: "time", arity: 1, conn: cmdTime},
 		&command{name: "info", arity: -1, conn: cmdInfo},
 		&command{name: "command", arity: -1, conn: cmdCommand, sub: map[string]int{"COUNT": 2, "DOCS": -2}},
-		&command{name: "client", arity: -2, conn: cmdClient, sub: map[string]int{"SETNAME": 3, "GETNAME": 2, "ID": 2, "SETINFO": 4}},
+		&command{name: "client", arity: -2, conn: cmdClient, sub: map[string]int{"SETNAME": 3, "GETNAME": 2, "ID": 2, "SETINFO": 4,
+			"LIST": -2, "INFO": 2, "KILL": -3, "UNBLOCK": -3, "HELP": 2}},
 	)
 }
 
@@ -85,7 +86,7 @@ func cmdHello(s *server, c *client, a [][]byte) {
 			return
 		}
 	}
-	name := c.name
+	name := c.getName()
 	for i := 2; i < len(a); i++ {
 		switch opt := strings.ToUpper(string(a[i])); {
 		case opt == "AUTH" && i+2 < len(a):
@@ -111,7 +112,7 @@ func cmdHello(s *server, c *client, a [][]byte) {
 		c.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
-	c.name = name
+	c.setName(name)
 	c.w.Array(14)
 	c.w.BulkString("server")
 	c.w.BulkString("redis")
@@ -179,18 +180,33 @@ func cmdClient(s *server, c *client, a [][]byte) {
 			c.w.Error(errClientName)
 			return
 		}
-		c.name = string(a[2])
+		c.setName(string(a[2]))
 		c.w.Simple("OK")
 	case "GETNAME":
-		if c.name == "" {
+		if name := c.getName(); name == "" {
 			c.w.Null()
 		} else {
-			c.w.BulkString(c.name)
+			c.w.BulkString(name)
 		}
 	case "ID":
 		c.w.Int(c.id)
 	case "SETINFO":
 		c.w.Simple("OK")
+	case "LIST":
+		s.clientList(c, a)
+	case "INFO":
+		c.w.BulkString(c.line(s))
+	case "KILL":
+		s.clientKill(c, a)
+	case "UNBLOCK":
+		s.clientUnblock(c, a)
+	case "HELP":
+		c.w.Array(8)
+		for _, l := range []string{"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GETNAME", "ID", "INFO", "KILL <ip:port> | <option> <value> [...]", "LIST [TYPE <type>] [ID <id> [<id> ...]]",
+			"SETNAME <name>", "UNBLOCK <clientid> [TIMEOUT|ERROR]"} {
+			c.w.Simple(l)
+		}
 	}
 }
 

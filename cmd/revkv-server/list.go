@@ -135,7 +135,7 @@ func push(c *client, tx *revkv.Txn[[]byte], a [][]byte, left, x bool) {
 // popCmd: LPOP/RPOP key [count].
 func popCmd(c *client, tx *revkv.Txn[[]byte], a [][]byte, left bool) {
 	if len(a) > 3 {
-		c.w.Error(errSyntax)
+		c.w.Error("ERR wrong number of arguments for '" + strings.ToLower(string(a[0])) + "' command")
 		return
 	}
 	count := int64(-1)
@@ -441,7 +441,7 @@ func side(b []byte) (left, ok bool) {
 // lmove pops from src's end and pushes at dst's; nil if src is empty.
 // WRONGTYPE is answered and done is false.
 func lmove(c *client, tx *revkv.Txn[[]byte], srcKey, dstKey string, from, to bool) (v []byte, done bool) {
-	src := load(c, tx, srcKey, tList)
+	src := loadSource(c, tx, srcKey, tList)
 	if src == nil {
 		return nil, false
 	}
@@ -478,7 +478,7 @@ func cmdLMove(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 // lmpopFirst pops up to count from the first non-empty list of keys.
 func lmpopFirst(c *client, tx *revkv.Txn[[]byte], keys [][]byte, left bool, count int64) (key string, vals [][]byte, done bool) {
 	for _, k := range keys {
-		m := load(c, tx, string(k), tList)
+		m := loadSource(c, tx, string(k), tList)
 		if m == nil {
 			return "", nil, false
 		}

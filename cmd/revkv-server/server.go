@@ -51,6 +51,7 @@ type server struct {
 	// maxClients and pubsubLimit are what CONFIG SET may change.
 	maxClients  atomic.Int64
 	pubsubLimit atomic.Int64 // bytes a subscriber's unsent messages may reach; 0: no limit
+	pubsub      pubsub
 	blocking    blocking
 	panicSites  sites // where recovered panics came from, for the log
 	stats       struct {
@@ -74,15 +75,20 @@ func newServer(store *revkv.Store[[]byte], cfg config, log *slog.Logger) *server
 // client is one connection's state. Its fields are used by its own
 // goroutine only, but for conn, which shutdown may close.
 type client struct {
-	srv    *server
-	id     int64
-	name   string
-	addr   string
-	conn   net.Conn
-	rd     *resp.Reader
-	w      *resp.Writer
-	authed bool
-	quit   bool // reply, flush, close
+	srv  *server
+	id   int64
+	info clientInfo
+	// created is when it connected; blockedNow says it waits in a
+	// blocking command, which unblock (CLIENT UNBLOCK, CLIENT KILL) ends.
+	created    time.Time
+	blockedNow atomic.Bool
+	unblock    chan string
+	addr       string
+	conn       net.Conn
+	rd         *resp.Reader
+	w          *resp.Writer
+	authed     bool
+	quit       bool // reply, flush, close
 	// commands counts what this client ran (INFO sums them): one counter
 	// per client, so that connections do not share a cache line.
 	commands atomic.Int64
@@ -94,6 +100,13 @@ type client struct {
 	dirty   bool
 	// watched maps each WATCHed key to its ModRev when watched.
 	watched map[string]revkv.Revision
+
+	// wmu serializes writes to conn: the client's replies (flush) and its
+	// pub/sub messages (pubsub.go). sub is nil until it subscribes.
+	wmu sync.Mutex
+	sub *subscriber
+	// retrying is set while a blocked command tries again (block.go).
+	retrying bool
 }
 
 // serve accepts connections on ln until shutdown closes it.
@@ -119,6 +132,7 @@ func (s *server) serve(ln net.Listener) error {
 
 func (s *server) accept(conn net.Conn) {
 	c := &client{srv: s, id: s.nextID.Add(1), addr: conn.RemoteAddr().String(), conn: conn,
+		created: time.Now(), unblock: make(chan string, 1), info: clientInfo{multi: -1},
 		rd: resp.NewReader(conn), w: resp.NewWriter(conn), authed: s.cfg.requirepass == ""}
 	c.rd.MaxBulk = s.cfg.maxValue
 	s.mu.Lock()
@@ -147,6 +161,7 @@ func (s *server) handle(c *client) {
 			s.recovered(c, p)
 		}
 		c.conn.Close()
+		s.unsubscribeAll(c)
 		s.mu.Lock()
 		delete(s.clients, c)
 		s.stats.commands.Add(c.commands.Load())
@@ -164,7 +179,7 @@ func (s *server) handle(c *client) {
 				c.w.Error("ERR " + pe.Error())
 				s.log.Debug("protocol error", "client", c.id, "addr", c.addr, "err", pe)
 			}
-			c.w.Flush()
+			c.flush()
 			return
 		}
 		c.commands.Add(1)
@@ -184,11 +199,11 @@ func (s *server) handle(c *client) {
 			s.dispatch(c, args)
 		}
 		if c.quit {
-			c.w.Flush()
+			c.flush()
 			return
 		}
 		if c.rd.Buffered() == 0 || c.w.Len() > 64<<10 {
-			if err := c.w.Flush(); err != nil {
+			if err := c.flush(); err != nil {
 				return
 			}
 		}

@@ -109,7 +109,7 @@ func mpopArgs(c *client, a [][]byte, at int, where ...string) (keys [][]byte, di
 // members, or ok with no key. WRONGTYPE is answered and done is false.
 func zmpopFirst(c *client, tx *revkv.Txn[[]byte], keys [][]byte, max bool, count int64) (key string, els []zel, done bool) {
 	for _, k := range keys {
-		m := load(c, tx, string(k), tZset)
+		m := loadSource(c, tx, string(k), tZset)
 		if m == nil {
 			return "", nil, false
 		}
