@@ -188,7 +188,7 @@ func (m *meta) el(kind byte, rest string) string {
 // each yields the elements of kind, in key order, with the key's rest after
 // the prefix, until fn returns false.
 func (m *meta) each(r kv, kind byte, fn func(rest string, v []byte) bool) {
-	if !m.exists {
+	if m.gen == "" {
 		return
 	}
 	p := m.el(kind, "")
@@ -201,7 +201,7 @@ func (m *meta) each(r kv, kind byte, fn func(rest string, v []byte) bool) {
 
 // eachDesc is each from the last element down.
 func (m *meta) eachDesc(r kv, kind byte, fn func(rest string, v []byte) bool) {
-	if !m.exists {
+	if m.gen == "" {
 		return
 	}
 	p := m.el(kind, "")
@@ -221,7 +221,7 @@ func (m *meta) eachDesc(r kv, kind byte, fn func(rest string, v []byte) bool) {
 // drop deletes every element of the collection (DEL, an overwrite): its
 // kinds' keys under its generation.
 func (m *meta) drop(tx *revkv.Txn[[]byte]) {
-	if !m.exists {
+	if m.gen == "" {
 		return
 	}
 	p := internal + m.gen

@@ -90,7 +90,7 @@ func cmdHSetNX(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 }
 
 func (m *meta) hget(r kv, field []byte) ([]byte, bool) {
-	if !m.exists {
+	if m.gen == "" {
 		return nil, false
 	}
 	return r.Get(m.el(tHash, string(field)))

@@ -46,7 +46,7 @@ func posKey(p int64) string {
 }
 
 func (m *meta) lAt(r kv, i int64) ([]byte, bool) {
-	if !m.exists || i < 0 || i >= m.n {
+	if m.gen == "" || i < 0 || i >= m.n {
 		return nil, false
 	}
 	return r.Get(m.el(tList, posKey(m.head+i)))
@@ -64,7 +64,7 @@ func (m *meta) lPush(tx *revkv.Txn[[]byte], v []byte, left bool) {
 }
 
 func (m *meta) lPop(tx *revkv.Txn[[]byte], left bool) ([]byte, bool) {
-	if !m.exists || m.n == 0 {
+	if m.n == 0 {
 		return nil, false
 	}
 	p := m.tail - 1
@@ -86,7 +86,7 @@ func (m *meta) lPop(tx *revkv.Txn[[]byte], left bool) ([]byte, bool) {
 // lRange reads the elements at indexes start..stop (clamped).
 func (m *meta) lRange(r kv, start, stop int64) [][]byte {
 	start, stop, ok := rankRange(start, stop, m.n)
-	if !ok || !m.exists {
+	if !ok || m.gen == "" {
 		return nil
 	}
 	out := make([][]byte, 0, min(stop-start+1, 1<<16))
@@ -177,14 +177,18 @@ func popCmd(c *client, tx *revkv.Txn[[]byte], a [][]byte, left bool) {
 }
 
 func cmdLIndex(c *client, r reader, a [][]byte) {
-	i, ok := parseInt(a[2])
-	if !ok {
-		c.w.Error(errNotInt)
-		return
-	}
 	k := r.kv()
 	m := load(c, k, string(a[1]), tList)
 	if m == nil {
+		return
+	}
+	if !m.exists { // before the index, as Redis
+		c.w.Null()
+		return
+	}
+	i, ok := parseInt(a[2])
+	if !ok {
+		c.w.Error(errNotInt)
 		return
 	}
 	if i < 0 {
@@ -195,17 +199,17 @@ func cmdLIndex(c *client, r reader, a [][]byte) {
 }
 
 func cmdLSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
-	i, ok := parseInt(a[2])
-	if !ok {
-		c.w.Error(errNotInt)
-		return
-	}
 	m := load(c, tx, string(a[1]), tList)
 	if m == nil {
 		return
 	}
-	if !m.exists {
+	if !m.exists { // before the index, as Redis
 		c.w.Error(errNoKey)
+		return
+	}
+	i, ok := parseInt(a[2])
+	if !ok {
+		c.w.Error(errNotInt)
 		return
 	}
 	if i < 0 {
@@ -353,7 +357,12 @@ func cmdLPos(c *client, r reader, a [][]byte) {
 			return
 		}
 		n, ok := parseInt(a[i+1])
-		if !ok {
+		switch {
+		case !ok && opt == "COUNT":
+			n = -1 // Redis's check answers both alike
+		case !ok && opt == "MAXLEN":
+			n = -1
+		case !ok:
 			c.w.Error(errNotInt)
 			return
 		}

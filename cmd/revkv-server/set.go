@@ -33,7 +33,7 @@ func init() {
 }
 
 func (m *meta) sHas(r kv, member []byte) bool {
-	if !m.exists {
+	if m.gen == "" {
 		return false
 	}
 	_, ok := r.Get(m.el(tSet, string(member)))
@@ -203,6 +203,10 @@ func cmdSRandMember(c *client, r reader, a [][]byte) {
 }
 
 func cmdSMove(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	if _, ok := tx.GetEntry(string(a[1])); !ok { // before any type check, as Redis
+		c.w.Int(0)
+		return
+	}
 	src := load(c, tx, string(a[1]), tSet)
 	if src == nil {
 		return

@@ -415,15 +415,15 @@ func incrBy(c *client, tx *revkv.Txn[[]byte], k []byte, n int64) {
 // cut, so that the same additions give the same strings (10.1 + 0.2 is
 // "10.3"; 20 more additions may show "...99999999999999996", as Redis does).
 func cmdIncrByFloat(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	key := string(a[1])
+	e, exists := tx.GetEntry(key)
+	if exists && isMeta(e.Value) { // the type first, as Redis
+		c.w.Error(errWrongType)
+		return
+	}
 	incr, ok := parseLongDouble(a[2])
 	if !ok {
 		c.w.Error(errNotFloat)
-		return
-	}
-	key := string(a[1])
-	e, exists := tx.GetEntry(key)
-	if exists && isMeta(e.Value) {
-		c.w.Error(errWrongType)
 		return
 	}
 	var cur []byte

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"encoding/binary"
 	"math"
 	"strconv"
@@ -56,24 +57,47 @@ func formatScore(s float64) []byte {
 		return []byte("inf")
 	case math.IsInf(s, -1):
 		return []byte("-inf")
+	case s == 0:
+		return []byte("0") // never -0, as Redis prints it
 	}
 	return strconv.AppendFloat(nil, s, 'g', 17, 64)
 }
 
-// parseScore parses a score as Redis does (strtod): no leading space, no
-// trailing bytes, no NaN.
+// parseScore parses a score as Redis does (string2d over strtod): no
+// leading space, no trailing bytes, no NaN, no overflow; hexadecimal as
+// strtod takes it.
 func parseScore(b []byte) (float64, bool) {
-	if len(b) == 0 || isSpace(b[0]) || strings.ContainsRune(string(b), '_') {
+	if len(b) == 0 || isSpace(b[0]) {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			return f, true // strtod's overflow is ±inf, its underflow 0
-		}
+	f, ok := strtod(string(b))
+	return f, ok && !math.IsInf(f, 0) || ok && isInfWord(string(b))
+}
+
+// strtod parses what C's strtod parses whole: decimal or hexadecimal
+// (with or without a binary exponent), inf, infinity, nan; ok false for
+// anything else or an overflow (which strtod reports as ERANGE).
+func strtod(s string) (float64, bool) {
+	if strings.ContainsRune(s, '_') {
 		return 0, false
 	}
-	return f, !math.IsNaN(f)
+	t := strings.ToLower(strings.TrimLeft(s, "+-"))
+	if strings.HasPrefix(t, "0x") && !strings.ContainsRune(t, 'p') {
+		s += "p0"
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+func isInfWord(s string) bool {
+	switch strings.ToLower(strings.TrimLeft(s, "+-")) {
+	case "inf", "infinity":
+		return true
+	}
+	return false
 }
 
 // scoreBound is a ZRANGEBYSCORE bound: a score, "(" for exclusive.
@@ -82,12 +106,24 @@ type scoreBound struct {
 	excl bool
 }
 
+// parseScoreBound parses a range's bound as Redis does (strtod alone):
+// leading spaces pass, and an empty one is 0.
 func parseScoreBound(b []byte) (scoreBound, bool) {
 	var sb scoreBound
 	if len(b) > 0 && b[0] == '(' {
 		sb.excl, b = true, b[1:]
 	}
-	v, ok := parseScore(b)
+	t := strings.TrimLeft(string(b), " \t\n\v\f\r")
+	if t == "" {
+		return sb, true
+	}
+	v, ok := strtod(t)
+	if !ok && (len(t) > 0 && !isSpace(t[0])) { // an overflow is ±inf to strtod
+		if _, err := strconv.ParseFloat(t, 64); err != nil && errors.Is(err, strconv.ErrRange) {
+			v, _ = strconv.ParseFloat(t, 64)
+			ok = true
+		}
+	}
 	sb.v = v
 	return sb, ok
 }

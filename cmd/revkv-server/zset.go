@@ -21,7 +21,7 @@ type zel struct {
 }
 
 func (m *meta) zScore(r kv, member string) (float64, bool) {
-	if !m.exists {
+	if m.gen == "" {
 		return 0, false
 	}
 	v, ok := r.Get(m.el('m', member))
@@ -58,7 +58,7 @@ func (m *meta) zDel(tx *revkv.Txn[[]byte], member string) bool {
 
 // zAsc walks the index upwards from the first member with a score >= from.
 func (m *meta) zAsc(r kv, from float64, fn func(zel) bool) {
-	if !m.exists {
+	if m.gen == "" {
 		return
 	}
 	p := m.el('z', "")
@@ -72,7 +72,7 @@ func (m *meta) zAsc(r kv, from float64, fn func(zel) bool) {
 // zDesc walks the index downwards from the last member with a score <=
 // from.
 func (m *meta) zDesc(r kv, from float64, fn func(zel) bool) {
-	if !m.exists {
+	if m.gen == "" {
 		return
 	}
 	p := m.el('z', "")

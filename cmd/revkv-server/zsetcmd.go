@@ -239,13 +239,13 @@ func zRangeCmd(c *client, r kv, a [][]byte, by byte, rev, store bool, tx *revkv.
 				c.w.Error(errNotInt)
 				return
 			}
-			q.offset, q.limit, limited = off, lim, true
+			q.offset, q.limit, limited = off, lim, lim != -1 // Redis refuses a rank range's LIMIT by its count alone
 			i += 2
-		case auto && opt == "BYSCORE":
+		case auto && q.by == 'r' && opt == "BYSCORE": // once, as Redis
 			q.by = 's'
-		case auto && opt == "BYLEX":
+		case auto && q.by == 'r' && opt == "BYLEX":
 			q.by = 'l'
-		case auto && opt == "REV":
+		case auto && !q.rev && opt == "REV":
 			q.rev = true
 		default:
 			c.w.Error(errSyntax)

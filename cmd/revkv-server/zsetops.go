@@ -49,11 +49,7 @@ func zPopCmd(c *client, tx *revkv.Txn[[]byte], a [][]byte, max bool) {
 	count := int64(1)
 	if len(a) == 3 {
 		n, ok := parseInt(a[2])
-		if !ok {
-			c.w.Error(errNotInt)
-			return
-		}
-		if n < 0 {
+		if !ok || n < 0 {
 			c.w.Error(errPositive)
 			return
 		}
@@ -202,6 +198,10 @@ func zSetOp(c *client, r kv, a [][]byte, op int, tx *revkv.Txn[[]byte]) {
 		return
 	}
 	keys := a[at+1 : at+1+int(n)]
+	maps, lists, ok := zsetsOf(c, r, keys) // before the options, as Redis
+	if !ok {
+		return
+	}
 	weights := make([]float64, n)
 	for i := range weights {
 		weights[i] = 1
@@ -233,10 +233,6 @@ func zSetOp(c *client, r kv, a [][]byte, op int, tx *revkv.Txn[[]byte]) {
 			c.w.Error(errSyntax)
 			return
 		}
-	}
-	maps, lists, ok := zsetsOf(c, r, keys)
-	if !ok {
-		return
 	}
 	out := zCombine(maps, lists, weights, agg, op)
 	if tx == nil {
@@ -337,12 +333,12 @@ func cmdZInterCard(c *client, r reader, a [][]byte) {
 		c.w.Error(errSyntax)
 		return
 	}
-	keys, limit, ok2 := numKeys(c, a, 1, true)
-	if !ok2 {
+	maps, lists, ok := zsetsOf(c, r.kv(), a[2:2+n]) // before the options, as Redis
+	if !ok {
 		return
 	}
-	maps, lists, ok := zsetsOf(c, r.kv(), keys)
-	if !ok {
+	keys, limit, ok2 := numKeys(c, a, 1, true)
+	if !ok2 {
 		return
 	}
 	n = int64(len(zCombine(maps, lists, make([]float64, len(keys)), "SUM", opInter)))
