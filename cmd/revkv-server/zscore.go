@@ -1,8 +1,8 @@
 package main
 
 import (
-	"errors"
 	"encoding/binary"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
