@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"math"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -100,6 +102,8 @@ func (s *server) block(c *client, timeout time.Duration, attempt func(tx *revkv.
 	}
 	c.blockedNow.Store(true)
 	defer c.blockedNow.Store(false)
+	gone, stop := c.watchClose()
+	defer stop()
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -119,6 +123,8 @@ func (s *server) block(c *client, timeout time.Duration, attempt func(tx *revkv.
 			return
 		case <-b.closed:
 			c.w.NullArray()
+			return
+		case <-gone: // the client closed the connection: no one to answer
 			return
 		case how := <-c.unblock:
 			if how == "error" {
@@ -285,4 +291,62 @@ func loadSource(c *client, tx *revkv.Txn[[]byte], key string, typ byte) *meta {
 		}
 	}
 	return load(c, tx, key, typ)
+}
+
+// connReader is a connection read through what was read from it while the
+// client's goroutine waited in a blocking command.
+type connReader struct {
+	conn  net.Conn
+	stash []byte
+	err   error
+}
+
+func (r *connReader) Read(p []byte) (int, error) {
+	if len(r.stash) > 0 {
+		n := copy(p, r.stash)
+		r.stash = r.stash[n:]
+		return n, nil
+	}
+	if r.err != nil {
+		err := r.err
+		r.err = nil
+		return 0, err
+	}
+	return r.conn.Read(p)
+}
+
+// watchClose reads the connection while the client blocks, as Redis does,
+// keeping what comes for after: gone closes when the client has closed it
+// (or it failed), so that a blocked command whose client left serves no
+// one. stop ends the watch (the read is cut by a deadline) before the
+// client's goroutine reads again.
+func (c *client) watchClose() (gone <-chan struct{}, stop func()) {
+	g, done := make(chan struct{}), make(chan struct{})
+	var stopping atomic.Bool
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := c.in.conn.Read(buf)
+			c.in.stash = append(c.in.stash, buf[:n]...)
+			if err != nil {
+				var ne net.Error
+				if !stopping.Load() || !errors.As(err, &ne) || !ne.Timeout() {
+					c.in.err = err
+					close(g)
+				}
+				return
+			}
+		}
+	}()
+	return g, func() {
+		stopping.Store(true)
+		c.in.conn.SetReadDeadline(time.Now())
+		<-done
+		c.srv.mu.Lock() // shutdown's deadline, if it came meanwhile, stands
+		if !c.srv.closing {
+			c.in.conn.SetReadDeadline(time.Time{})
+		}
+		c.srv.mu.Unlock()
+	}
 }

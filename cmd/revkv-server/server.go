@@ -107,6 +107,9 @@ type client struct {
 	sub *subscriber
 	// retrying is set while a blocked command tries again (block.go).
 	retrying bool
+	// in is what rd reads: the connection, after what was read from it
+	// while a command blocked (block.go).
+	in connReader
 }
 
 // serve accepts connections on ln until shutdown closes it.
@@ -133,7 +136,9 @@ func (s *server) serve(ln net.Listener) error {
 func (s *server) accept(conn net.Conn) {
 	c := &client{srv: s, id: s.nextID.Add(1), addr: conn.RemoteAddr().String(), conn: conn,
 		created: time.Now(), unblock: make(chan string, 1), info: clientInfo{multi: -1},
-		rd: resp.NewReader(conn), w: resp.NewWriter(conn), authed: s.cfg.requirepass == ""}
+		w: resp.NewWriter(conn), authed: s.cfg.requirepass == ""}
+	c.in.conn = conn
+	c.rd = resp.NewReader(&c.in)
 	c.rd.MaxBulk = s.cfg.maxValue
 	s.mu.Lock()
 	if s.closing || s.maxClients.Load() > 0 && int64(len(s.clients)) >= s.maxClients.Load() {
