@@ -194,7 +194,9 @@ func TestBlockedClientsAreServedInOrder(t *testing.T) {
 		results = append(results, ch)
 		b := newClient(t, addr)
 		go func() { ch <- do(b, "blpop", "q", "5") }()
-		require.Eventually(t, func() bool { return strings.Contains(fmt.Sprint(do(c, "info", "clients")), fmt.Sprint("blocked_clients:", i+1)) },
+		require.Eventually(t, func() bool {
+			return strings.Contains(fmt.Sprint(do(c, "info", "clients")), fmt.Sprint("blocked_clients:", i+1))
+		},
 			2*time.Second, 5*time.Millisecond)
 	}
 	require.Equal(t, int64(3), do(c, "rpush", "q", "a", "b", "c"))
@@ -237,4 +239,17 @@ func TestPubSub(t *testing.T) {
 	require.Equal(t, int64(1), do(c, "pubsub", "numpat"))
 	require.Equal(t, int64(0), do(c, "publish", "other", "x"))
 	sub.Close()
+}
+
+func TestWatchSeesElementWrites(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c, other := newClient(t, addr).Conn(), newClient(t, addr)
+	defer c.Close()
+	do(c, "hset", "h", "a", "1")
+	require.Equal(t, "OK", do(c, "watch", "h"))
+	do(other, "hset", "h", "a", "2") // an element only: the metadata's count is unchanged
+	require.Equal(t, "OK", do(c, "multi"))
+	require.Equal(t, "QUEUED", do(c, "hset", "h", "a", "3"))
+	require.Nil(t, do(c, "exec"))
+	require.Equal(t, "2", do(c, "hget", "h", "a"))
 }

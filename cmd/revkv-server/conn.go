@@ -295,7 +295,9 @@ func cmdInfo(s *server, c *client, a [][]byte) {
 		fmt.Sprintf("total_commands_processed:%d", commands),
 		fmt.Sprintf("rejected_connections:%d", s.stats.rejected.Load()),
 		fmt.Sprintf("panics_recovered:%d", s.stats.panics.Load()))
-	keys := s.store.Len()
+	r := &storeReader{store: s.store}
+	keys := r.Len() // the user's keys: elements are not keys
+	r.close()
 	ks := []string{}
 	if keys > 0 {
 		ks = append(ks, fmt.Sprintf("db0:keys=%d,expires=0,avg_ttl=0", keys))
