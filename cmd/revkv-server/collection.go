@@ -163,9 +163,13 @@ func (m *meta) save(tx *revkv.Txn[[]byte]) {
 	if m.n <= 0 {
 		if m.exists {
 			tx.Delete(m.key)
+			tx.Delete(ownerKey(m.gen)) // its elements are all gone already
 			m.exists = false
 		}
 		return
+	}
+	if !m.exists { // a new generation: its owner, for the sweeper (sweep.go)
+		tx.Put(ownerKey(m.gen), []byte(m.key))
 	}
 	putKeepTTL(tx, m.key, m.encode(), m.e, m.exists)
 	m.exists = true
@@ -235,6 +239,7 @@ func (m *meta) drop(tx *revkv.Txn[[]byte]) {
 	for _, k := range keys {
 		tx.Delete(k)
 	}
+	tx.Delete(ownerKey(m.gen))
 }
 
 // dropKey deletes key's elements if it holds a collection (before the key
@@ -275,9 +280,9 @@ func del(tx *revkv.Txn[[]byte], key string) bool {
 	return tx.Delete(key) == nil
 }
 
-// copyElements copies m's elements under a new generation and returns the
-// copy's metadata value (COPY).
-func copyElements(tx *revkv.Txn[[]byte], m *meta) []byte {
+// copyElements copies m's elements under a new generation, owned by dst,
+// and returns the copy's metadata value (COPY).
+func copyElements(tx *revkv.Txn[[]byte], m *meta, dst string) []byte {
 	g := newGen()
 	p := internal + m.gen
 	type kvp struct {
@@ -294,6 +299,7 @@ func copyElements(tx *revkv.Txn[[]byte], m *meta) []byte {
 	for _, e := range els {
 		tx.Put(internal+g+e.k, e.v)
 	}
+	tx.Put(ownerKey(g), []byte(dst))
 	cp := *m
 	cp.gen = g
 	return cp.encode()
@@ -305,5 +311,6 @@ func copyElements(tx *revkv.Txn[[]byte], m *meta) []byte {
 func newGen() string {
 	var g [8]byte
 	rand.Read(g[:])
+	g[0] |= 1 // never 0x00: owner records start so (sweep.go)
 	return string(g[:])
 }

@@ -81,6 +81,14 @@ func TestCollectionExpiresWholeAndAlone(t *testing.T) {
 	require.Equal(t, int64(0), do(c, "hlen", "h"))
 	require.Equal(t, int64(1), do(c, "hset", "h", "new", "3"))
 	require.Equal(t, []any{"new", "3"}, do(c, "hgetall", "h"), "an element of the expired hash came back")
+	// The sweeper deletes the expired hash's elements, and only those.
+	require.Equal(t, 2, s.sweep())
+	require.Equal(t, 0, s.sweep())
+	require.Equal(t, []any{"new", "3"}, do(c, "hgetall", "h"))
+	require.Equal(t, "OK", do(c, "rename", "h", "h2"))
+	require.Equal(t, 0, s.sweep(), "a renamed hash is its new key's")
+	require.Equal(t, "OK", do(c, "set", "h2", "a string now"))
+	require.Equal(t, 1, s.sweep())
 	// The expiry is one entry of the key's history.
 	expiries := 0
 	for _, e := range s.store.History("h") {

@@ -26,10 +26,22 @@ func (s *server) collectionHistory(es []revkv.Entry[[]byte]) ([]revkv.Entry[[]by
 	var gens []string
 	var out []revkv.Entry[[]byte]
 	var prev *revkv.Entry[[]byte]
+	// ends is where each generation's life ended (the key deleted, expired
+	// or overwritten): the sweeper's deletes of its elements come after, and
+	// are not the key's history.
+	ends := map[string]revkv.Revision{}
+	cur := ""
 	for i := range es {
 		e := &es[i]
+		g := ""
 		if e.Op == revkv.OpPut && isMeta(e.Value) {
-			g := decodeMeta(e.Key, *e).gen
+			g = decodeMeta(e.Key, *e).gen
+		}
+		if cur != "" && g != cur {
+			ends[cur] = e.Rev
+		}
+		cur = g
+		if g != "" {
 			if !slices.Contains(gens, g) {
 				gens = append(gens, g)
 			}
@@ -48,7 +60,8 @@ func (s *server) collectionHistory(es []revkv.Entry[[]byte]) ([]revkv.Entry[[]by
 			if err != nil {
 				return nil, err
 			}
-			if kind := e.Key[len(internal)+8]; kind != 'z' { // the score index repeats the members
+			end, ended := ends[g]
+			if kind := e.Key[len(internal)+8]; kind != 'z' && (!ended || e.Rev < end) { // the score index repeats the members
 				out = append(out, e)
 			}
 		}

@@ -79,6 +79,9 @@ func rename(c *client, tx *revkv.Txn[[]byte], a [][]byte, nx bool) {
 	if src != dst {
 		dropKey(tx, dst)
 		putKeepTTL(tx, dst, e.Value, e, true)
+		if isMeta(e.Value) { // the sweeper finds the collection under its new key
+			tx.Put(ownerKey(decodeMeta(src, e).gen), []byte(dst))
+		}
 		tx.Delete(src)
 	}
 	if nx {
@@ -121,7 +124,7 @@ func cmdCopy(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	dropKey(tx, dst)
 	v := e.Value
 	if isMeta(v) { // the elements are copied under a new generation
-		v = copyElements(tx, decodeMeta(src, e))
+		v = copyElements(tx, decodeMeta(src, e), dst)
 	}
 	putKeepTTL(tx, dst, v, e, true)
 	c.w.Int(1)

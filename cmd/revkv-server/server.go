@@ -114,6 +114,7 @@ type client struct {
 
 // serve accepts connections on ln until shutdown closes it.
 func (s *server) serve(ln net.Listener) error {
+	go s.sweeper()
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
