@@ -93,7 +93,9 @@ func (s *server) subscribe(c *client, names [][]byte, pattern bool) {
 		c.w.Bulk(n)
 		c.w.Int(int64(c.sub.count()))
 	}
-	c.w.Flush()
+	if !c.inExec { // EXEC writes its array whole, after
+		c.w.Flush()
+	}
 }
 
 func (ps *pubsub) add(name string, c *client, pattern bool) {

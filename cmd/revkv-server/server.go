@@ -105,8 +105,10 @@ type client struct {
 	// pub/sub messages (pubsub.go). sub is nil until it subscribes.
 	wmu sync.Mutex
 	sub *subscriber
-	// retrying is set while a blocked command tries again (block.go).
+	// retrying is set while a blocked command tries again (block.go);
+	// inExec while EXEC runs its commands.
 	retrying bool
+	inExec   bool
 	// in is what rd reads: the connection, after what was read from it
 	// while a command blocked (block.go).
 	in connReader
