@@ -154,10 +154,7 @@ func (s *server) tryBlocked(c *client, attempt func(tx *revkv.Txn[[]byte]) bool,
 		c.w.Error(storeError(err))
 		return true
 	}
-	if served {
-		c.flush()
-	}
-	return served
+	return served // the reply goes out with the client's next flush: a slow reader never holds up a round
 }
 
 // timeoutArg parses a blocking command's timeout in seconds (a float, as
