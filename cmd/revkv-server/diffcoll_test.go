@@ -205,7 +205,7 @@ func (g *gen) collCommand() []any {
 	case 38:
 		return []any{g.pick("del", "exists", "type", "rename", "copy"), k, k2}
 	case 39:
-		return []any{"scan", "0", "type", g.pick("string", "hash", "list", "set", "zset", "x")}
+		return []any{"scan", "0", "type", g.pick("string", "hash", "list", "set", "zset", "x"), "count", "100"} // one call: cursors differ
 	}
 	return nil
 }

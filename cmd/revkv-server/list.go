@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
-	"math"
 	"strings"
 
 	"github.com/revkv/revkv"
@@ -372,10 +371,6 @@ func cmdLPos(c *client, r reader, a [][]byte) {
 				c.w.Error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
 				return
 			}
-			if n == math.MinInt64 {
-				c.w.Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-				return
-			}
 			rank = n
 		case "COUNT":
 			if n < 0 {
@@ -401,7 +396,7 @@ func cmdLPos(c *client, r reader, a [][]byte) {
 	}
 	all := m.lRange(k, 0, -1)
 	var found []int64
-	skip := max(rank, -rank) - 1
+	skip := max(rank, -rank) - 1 // for MinInt64, -rank is itself: past every match, as in Redis 7.0
 	for j := range all {
 		if maxLen > 0 && int64(j) >= maxLen {
 			break

@@ -57,8 +57,6 @@ func formatScore(s float64) []byte {
 		return []byte("inf")
 	case math.IsInf(s, -1):
 		return []byte("-inf")
-	case s == 0:
-		return []byte("0") // never -0, as Redis prints it
 	}
 	return strconv.AppendFloat(nil, s, 'g', 17, 64)
 }

@@ -30,6 +30,9 @@ func (m *meta) zScore(r kv, member string) (float64, bool) {
 
 // zSet gives member the score, adding it if new; it reports whether it was.
 func (m *meta) zSet(tx *revkv.Txn[[]byte], member string, score float64) bool {
+	if score == 0 {
+		score = 0 // Redis keeps -0 as 0 (its listpack stores the integer); only ZINCRBY's reply shows -0
+	}
 	m.grow([]byte(member))
 	old, had := m.zScore(tx, member)
 	if had {
@@ -180,8 +183,12 @@ func (m *meta) zRange(r kv, q zquery) []zel {
 			}
 			return q.lmax.belowMax(z.member) && take(z)
 		})
-	default:
-		m.zDesc(r, math.Inf(1), func(z zel) bool {
+	default: // lex downwards: from max among the members of the top score
+		last, ok := m.zLast(r)
+		if !ok {
+			return nil
+		}
+		m.zDescFrom(r, last.score, q.lmax, func(z zel) bool {
 			if !q.lmax.belowMax(z.member) {
 				return true
 			}
@@ -197,6 +204,31 @@ func (m *meta) zFirst(r kv) (zel, bool) {
 	found := false
 	m.zAsc(r, math.Inf(-1), func(z zel) bool { first, found = z, true; return false })
 	return first, found
+}
+
+// zLast is the highest member.
+func (m *meta) zLast(r kv) (zel, bool) {
+	var last zel
+	found := false
+	m.zDesc(r, math.Inf(1), func(z zel) bool { last, found = z, true; return false })
+	return last, found
+}
+
+// zDescFrom walks downwards from member max among the members of score s.
+func (m *meta) zDescFrom(r kv, s float64, max lexBound, fn func(zel) bool) {
+	p := m.el('z', "")
+	bound := m.el('z'+1, "")
+	if max.inf == 0 {
+		bound = p + encodeScore(s) + max.s + "\x00" // past max and nothing below it
+	}
+	for k := range r.Descend(bound) {
+		if k >= bound {
+			continue
+		}
+		if !strings.HasPrefix(k, p) || !fn(zel{k[len(p)+8:], decodeIndexScore(k[len(p):])}) {
+			return
+		}
+	}
 }
 
 // zAscFrom walks upwards from member min among the members of score s (the
