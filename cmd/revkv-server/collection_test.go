@@ -261,3 +261,34 @@ func TestWatchSeesElementWrites(t *testing.T) {
 	require.Nil(t, do(c, "exec"))
 	require.Equal(t, "2", do(c, "hget", "h", "a"))
 }
+
+func TestDiffShowsElements(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	do(c, "sadd", "tags", "red", "blue")
+	from := do(c, "revkv.rev").(int64)
+	do(c, "srem", "tags", "red")
+	do(c, "sadd", "tags", "green")
+	to := do(c, "revkv.rev").(int64)
+	var rows []string
+	for _, x := range do(c, "revkv.diff", from, to).([]any) {
+		r := x.([]any)
+		side := func(e any) string {
+			if e == nil {
+				return "nil"
+			}
+			return fmt.Sprint(e.([]any)[1], " ", e.([]any)[5])
+		}
+		rows = append(rows, fmt.Sprint(r[0], ": ", side(r[1]), " -> ", side(r[2])))
+	}
+	require.Equal(t, []string{"tags: put set -> put set", "tags: nil -> put [green]", "tags: put [red] -> nil"}, rows)
+	// A key deleted and written again: the old elements go, the new come.
+	do(c, "del", "tags")
+	do(c, "sadd", "tags", "new")
+	rows = rows[:0]
+	for _, x := range do(c, "revkv.diff", to, do(c, "revkv.rev")).([]any) {
+		r := x.([]any)
+		rows = append(rows, fmt.Sprint(r[1] != nil, r[2] != nil))
+	}
+	require.Equal(t, []string{"true true", "true false", "true false", "false true"}, rows)
+}
