@@ -168,7 +168,8 @@ func (g *gen) pick(xs ...string) string { return xs[g.rng.IntN(len(xs))] }
 // array go-redis reads as the whole reply's error, losing its place.
 var notInArray = []any{"keys", "scan", "ttl", "pttl", "expiretime", "pexpiretime",
 	"randomkey", "time", "info", "hello", "client", "command", "auth", "dbsize",
-	"hkeys", "hvals", "hgetall", "smembers", "sinter", "sunion", "sdiff"}
+	"hkeys", "hvals", "hgetall", "smembers", "sinter", "sunion", "sdiff",
+	"srandmember", "hrandfield", "zrandmember", "hscan", "sscan", "zscan"}
 
 // Integer arguments at their edges: int64's ends, past them, -1, 0, and
 // what is no integer.
@@ -463,6 +464,12 @@ func replyString(args []any, v any, err error) string {
 	}
 	if n := unordered[name]; n > 0 {
 		return sortedReply(v, n)
+	}
+	switch name {
+	case "srandmember", "hrandfield", "zrandmember":
+		return randomShape(v)
+	case "hscan", "sscan", "zscan":
+		return scanReply(name, v)
 	}
 	switch name {
 	case "keys":

@@ -63,7 +63,24 @@ func (g *gen) members(n int) []any {
 func (g *gen) collCommand() []any {
 	k, k2 := g.key(), g.key()
 	m := g.member()
-	switch g.rng.IntN(40) {
+	switch g.rng.IntN(43) {
+	case 40: // random picks: compared by their shape (see randomShape)
+		a := []any{g.pick("srandmember", "hrandfield", "zrandmember"), k}
+		if g.rng.IntN(3) > 0 {
+			a = append(a, g.pick("0", "1", "3", "-2", "-5", "x", "100"))
+		}
+		if len(a) == 3 && a[0] != "srandmember" && g.rng.IntN(2) == 0 {
+			a = append(a, g.pick("withvalues", "withscores"))
+		}
+		return a
+	case 41: // in one call (COUNT 100): the cursors of Redis's hash tables differ
+		a := []any{g.pick("hscan", "sscan", "zscan"), k, "0", "count", "100"}
+		if g.rng.IntN(3) == 0 {
+			a = append(a, "match", g.pick("*", "a*", "[0-9]", "1"))
+		}
+		return a
+	case 42: // not OBJECT: a string's encoding follows how Redis made it (embstr, raw), which revkv does not keep
+		return []any{"type", k}
 	case 0, 1:
 		a := []any{g.pick("hset", "hmset"), k}
 		for range 1 + g.rng.IntN(3) {
@@ -219,6 +236,32 @@ func (g *gen) keys() []any {
 		a = append(a, g.key())
 	}
 	return a
+}
+
+// randomShape prints a random pick's reply by its shape: nil, one
+// element, or how many (and, with values or scores, in pairs).
+func randomShape(v any) string {
+	switch v := v.(type) {
+	case []any:
+		return fmt.Sprintf("%d elements", len(v))
+	case string:
+		return "one element"
+	}
+	return fmt.Sprintf("%#v", v)
+}
+
+// scanReply prints a one-call HSCAN, SSCAN or ZSCAN: its cursor, then its
+// elements (in pairs but for SSCAN) sorted.
+func scanReply(name string, v any) string {
+	r, ok := v.([]any)
+	if !ok || len(r) != 2 {
+		return fmt.Sprintf("%#v", v)
+	}
+	n := 2
+	if name == "sscan" {
+		n = 1
+	}
+	return fmt.Sprint(r[0], " ", sortedReply(r[1], n))
 }
 
 // unordered are the collection commands whose replies come in no order in

@@ -18,13 +18,13 @@ func randArgs(c *client, a [][]byte, opt string) (count int64, with, single, ok 
 	if len(a) == 2 {
 		return 0, false, true, true
 	}
-	if len(a) > 4 || len(a) == 4 && (opt == "" || !strings.EqualFold(string(a[3]), opt)) {
-		c.w.Error(errSyntax)
-		return 0, false, false, false
-	}
-	count, ok = parseInt(a[2])
+	count, ok = parseInt(a[2]) // the count first, as Redis
 	if !ok {
 		c.w.Error(errNotInt)
+		return 0, false, false, false
+	}
+	if len(a) > 4 || len(a) == 4 && (opt == "" || !strings.EqualFold(string(a[3]), opt)) {
+		c.w.Error(errSyntax)
 		return 0, false, false, false
 	}
 	with = len(a) == 4
