@@ -274,7 +274,7 @@ func bzpop(c *client, tx *revkv.Txn[[]byte], a [][]byte, max bool) bool {
 		c.w.Array(3)
 		c.w.BulkString(key)
 		c.w.BulkString(els[0].member)
-		c.w.Bulk(formatScore(els[0].score))
+		c.w.Double(formatScore(els[0].score))
 	}
 	return !done || key != ""
 }

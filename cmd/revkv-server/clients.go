@@ -21,6 +21,7 @@ type clientInfo struct {
 	sub   int
 	psub  int
 	multi int // commands queued; -1 outside MULTI
+	resp  int // 2 or 3
 }
 
 func (c *client) setName(name string) {
@@ -42,7 +43,10 @@ func (c *client) ran(cmd string) {
 	if c.sub != nil {
 		c.info.sub, c.info.psub = len(c.sub.channels), len(c.sub.patterns)
 	}
-	c.info.multi = -1
+	c.info.multi, c.info.resp = -1, 2
+	if c.w.RESP3() {
+		c.info.resp = 3
+	}
 	if c.inMulti {
 		c.info.multi = len(c.queued)
 	}
@@ -75,9 +79,9 @@ func (c *client) line(s *server) string {
 	if last.IsZero() {
 		last = c.created
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=2\n",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d\n",
 		c.id, c.addr, laddr, c.info.name, int64(now.Sub(c.created).Seconds()), int64(now.Sub(last).Seconds()),
-		flags, c.info.sub, c.info.psub, c.info.multi, c.info.cmd)
+		flags, c.info.sub, c.info.psub, c.info.multi, c.info.cmd, c.info.resp)
 }
 
 // others returns the server's clients in id order.

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -291,4 +294,37 @@ func TestDiffShowsElements(t *testing.T) {
 		rows = append(rows, fmt.Sprint(r[1] != nil, r[2] != nil))
 	}
 	require.Equal(t, []string{"true true", "true false", "true false", "false true"}, rows)
+}
+
+// TestRESP3 checks RESP3's shapes, byte for byte, after HELLO 3: maps,
+// sets, doubles, pairs, nulls, pushes; and RESP2's back after HELLO 2.
+func TestRESP3(t *testing.T) {
+	_, addr := startServer(t, config{})
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	send := func(in, want string) {
+		t.Helper()
+		_, err := conn.Write([]byte(in))
+		require.NoError(t, err)
+		got := make([]byte, len(want))
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = io.ReadFull(r, got)
+		require.NoError(t, err)
+		require.Equal(t, want, string(got), "reply to %q", in)
+	}
+	send("HELLO 3\r\n", "%7\r\n$6\r\nserver\r\n")
+	for { // the rest of HELLO's map, which ends with modules' empty array (its id varies)
+		l, err := r.ReadString('\n')
+		require.NoError(t, err)
+		if l == "*0\r\n" {
+			break
+		}
+	}
+	send("ZADD z 1 a 2.5 b\r\nZRANGE z 0 -1 WITHSCORES\r\n", ":2\r\n*2\r\n*2\r\n$1\r\na\r\n,1\r\n*2\r\n$1\r\nb\r\n,2.5\r\n")
+	send("ZPOPMIN z\r\nZSCORE z b\r\n", "*2\r\n$1\r\na\r\n,1\r\n,2.5\r\n")
+	send("HSET h f v\r\nHGETALL h\r\nSMEMBERS none\r\nGET none\r\n", ":1\r\n%1\r\n$1\r\nf\r\n$1\r\nv\r\n~0\r\n_\r\n")
+	send("SUBSCRIBE c\r\nGET none\r\n", ">3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n_\r\n") // RESP3 allows any command once subscribed
+	send("UNSUBSCRIBE\r\nHELLO 2\r\n", ">3\r\n$11\r\nunsubscribe\r\n$1\r\nc\r\n:0\r\n*14\r\n")
 }

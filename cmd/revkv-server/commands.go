@@ -132,11 +132,11 @@ func (s *server) dispatch(c *client, args [][]byte) {
 		c.w.Error("NOAUTH Authentication required.")
 		return
 	}
-	if c.sub != nil && !pubsubAllowed[cmd.name] && c.subscribed() {
+	if c.sub != nil && !c.w.RESP3() && !pubsubAllowed[cmd.name] && c.subscribed() { // RESP3 allows any command
 		c.w.Error("ERR Can't execute '" + cmd.name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return
 	}
-	if cmd.name == "ping" && c.subscribed() && len(args) <= 2 {
+	if cmd.name == "ping" && !c.w.RESP3() && c.subscribed() && len(args) <= 2 {
 		pubsubPing(c, args)
 		return
 	}

@@ -157,7 +157,7 @@ func (s *server) configGet(c *client, patterns [][]byte) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	c.w.Array(2 * len(keys))
+	c.w.Map(len(keys))
 	for _, k := range keys {
 		c.w.BulkString(k)
 		c.w.BulkString(names[k])

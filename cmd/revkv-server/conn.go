@@ -81,7 +81,7 @@ func cmdHello(s *server, c *client, a [][]byte) {
 			c.w.Error("ERR Protocol version is not an integer or out of range")
 			return
 		}
-		if v != 2 {
+		if v != 2 && v != 3 {
 			c.w.Error("NOPROTO unsupported protocol version")
 			return
 		}
@@ -113,13 +113,20 @@ func cmdHello(s *server, c *client, a [][]byte) {
 		return
 	}
 	c.setName(name)
-	c.w.Array(14)
+	if len(a) >= 2 {
+		c.w.SetRESP3(a[1][0] == '3')
+	}
+	proto := int64(2)
+	if c.w.RESP3() {
+		proto = 3
+	}
+	c.w.Map(7)
 	c.w.BulkString("server")
 	c.w.BulkString("redis")
 	c.w.BulkString("version")
 	c.w.BulkString(redisVersion)
 	c.w.BulkString("proto")
-	c.w.Int(2)
+	c.w.Int(proto)
 	c.w.BulkString("id")
 	c.w.Int(c.id)
 	c.w.BulkString("mode")

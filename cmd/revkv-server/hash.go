@@ -175,6 +175,16 @@ func hashAll(c *client, r reader, a [][]byte, keys, vals bool) {
 		return
 	}
 	var out [][]byte
+	defer func() { // HGETALL is a map in RESP3
+		if keys && vals {
+			c.w.Map(len(out) / 2)
+		} else {
+			c.w.Array(len(out))
+		}
+		for _, x := range out {
+			c.w.Bulk(x)
+		}
+	}()
 	m.each(k, tHash, func(f string, v []byte) bool {
 		if keys {
 			out = append(out, []byte(f))
@@ -184,10 +194,6 @@ func hashAll(c *client, r reader, a [][]byte, keys, vals bool) {
 		}
 		return true
 	})
-	c.w.Array(len(out))
-	for _, x := range out {
-		c.w.Bulk(x)
-	}
 }
 
 func cmdHIncrBy(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
@@ -267,12 +273,19 @@ func cmdHRandField(c *client, r reader, a [][]byte) {
 		return
 	}
 	picks := randPicks(len(fields), count)
-	if withValues {
+	pairs := withValues && c.w.RESP3() // RESP3: [field, value] pairs
+	switch {
+	case pairs:
+		c.w.Array(len(picks))
+	case withValues:
 		c.w.Array(2 * len(picks))
-	} else {
+	default:
 		c.w.Array(len(picks))
 	}
 	for _, i := range picks {
+		if pairs {
+			c.w.Array(2)
+		}
 		c.w.Bulk(fields[i])
 		if withValues {
 			c.w.Bulk(vals[i])

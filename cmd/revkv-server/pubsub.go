@@ -44,6 +44,7 @@ type subscriber struct {
 	mu      sync.Mutex // guards queue and dead
 	queue   []byte
 	dead    bool
+	resp3   bool // messages as RESP3 pushes; guarded by the server's pubsub.mu
 	wake    chan struct{}
 	stopped chan struct{} // closed when the sender ends
 }
@@ -82,13 +83,14 @@ func (s *server) subscribe(c *client, names [][]byte, pattern bool) {
 	defer c.wmu.Unlock()
 	s.pubsub.mu.Lock()
 	defer s.pubsub.mu.Unlock()
+	c.sub.resp3 = c.w.RESP3()
 	for _, n := range names {
 		name := string(n)
 		if !set[name] {
 			set[name] = true
 			s.pubsub.add(name, c, pattern)
 		}
-		c.w.Array(3)
+		c.w.Push(3)
 		c.w.BulkString(kind)
 		c.w.Bulk(n)
 		c.w.Int(int64(c.sub.count()))
@@ -142,7 +144,7 @@ func (s *server) unsubscribe(c *client, names [][]byte, pattern bool) {
 		slices.SortFunc(names, func(x, y []byte) int { return strings.Compare(string(x), string(y)) })
 	}
 	if len(names) == 0 { // subscribed to none: one reply, as Redis
-		c.w.Array(3)
+		c.w.Push(3)
 		c.w.BulkString(kind)
 		c.w.Null()
 		c.w.Int(int64(c.subCount()))
@@ -156,7 +158,7 @@ func (s *server) unsubscribe(c *client, names [][]byte, pattern bool) {
 			delete(set, name)
 			s.pubsub.remove(name, c, pattern)
 		}
-		c.w.Array(3)
+		c.w.Push(3)
 		c.w.BulkString(kind)
 		c.w.Bulk(n)
 		c.w.Int(int64(c.subCount()))
@@ -243,37 +245,38 @@ func cmdPublish(s *server, c *client, a [][]byte) {
 	channel := string(a[1])
 	s.pubsub.mu.Lock()
 	n := 0
-	if subs := s.pubsub.channels[channel]; len(subs) > 0 {
-		msg := encodeMessage("message", nil, a[1], a[2])
+	send := func(subs map[*client]struct{}, kind string, pattern []byte) {
+		var msgs [2][]byte // RESP2's, RESP3's: encoded once each
 		for sc := range subs {
-			s.deliver(sc, msg)
+			i := b2i(sc.sub.resp3)
+			if msgs[i] == nil {
+				msgs[i] = encodeMessage(kind, pattern, a[1], a[2], i == 1)
+			}
+			s.deliver(sc, msgs[i])
 			n++
 		}
 	}
+	send(s.pubsub.channels[channel], "message", nil)
 	for p, subs := range s.pubsub.patterns {
-		if !match([]byte(p), channel) {
-			continue
-		}
-		msg := encodeMessage("pmessage", []byte(p), a[1], a[2])
-		for sc := range subs {
-			s.deliver(sc, msg)
-			n++
+		if match([]byte(p), channel) {
+			send(subs, "pmessage", []byte(p))
 		}
 	}
 	s.pubsub.mu.Unlock()
 	c.w.Int(int64(n))
 }
 
-// encodeMessage is a message's RESP2 push: [message, channel, payload] or
+// encodeMessage is a message's push (an array in RESP2): [message, channel, payload] or
 // [pmessage, pattern, channel, payload].
-func encodeMessage(kind string, pattern, channel, payload []byte) []byte {
+func encodeMessage(kind string, pattern, channel, payload []byte, resp3 bool) []byte {
 	w := resp.NewWriter(nil)
+	w.SetRESP3(resp3)
 	if pattern != nil {
-		w.Array(4)
+		w.Push(4)
 		w.BulkString(kind)
 		w.Bulk(pattern)
 	} else {
-		w.Array(3)
+		w.Push(3)
 		w.BulkString(kind)
 	}
 	w.Bulk(channel)

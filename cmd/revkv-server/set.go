@@ -113,7 +113,15 @@ func bulks(c *client, xs [][]byte) {
 func cmdSMembers(c *client, r reader, a [][]byte) {
 	k := r.kv()
 	if m := load(c, k, string(a[1]), tSet); m != nil {
-		bulks(c, m.members(k))
+		setReply(c, m.members(k))
+	}
+}
+
+// setReply writes members as a set (RESP3's type; an array in RESP2).
+func setReply(c *client, xs [][]byte) {
+	c.w.Set(len(xs))
+	for _, x := range xs {
+		c.w.Bulk(x)
 	}
 }
 
@@ -307,7 +315,7 @@ func setOp(c *client, r kv, dst []byte, keys [][]byte, op int, tx *revkv.Txn[[]b
 	}
 	out := combine(r, sets, op, 0)
 	if tx == nil {
-		bulks(c, out)
+		setReply(c, out)
 		return
 	}
 	c.w.Int(int64(len(out)))

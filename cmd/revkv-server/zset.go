@@ -297,6 +297,15 @@ func (m *meta) zCount(r kv, q zquery) int64 {
 
 // zReply writes members, with their scores if withScores, as a flat array.
 func zReply(c *client, els []zel, withScores bool) {
+	if withScores && c.w.RESP3() { // RESP3: [member, score] pairs, the score a double
+		c.w.Array(len(els))
+		for _, z := range els {
+			c.w.Array(2)
+			c.w.BulkString(z.member)
+			c.w.Double(formatScore(z.score))
+		}
+		return
+	}
 	if withScores {
 		c.w.Array(2 * len(els))
 	} else {

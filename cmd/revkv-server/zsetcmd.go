@@ -117,7 +117,7 @@ flags:
 	case f.incr && incrResult == nil:
 		c.w.Null()
 	case f.incr:
-		c.w.Bulk(formatScore(*incrResult))
+		c.w.Double(formatScore(*incrResult))
 	case f.ch:
 		c.w.Int(int64(added + changed))
 	default:
@@ -150,7 +150,7 @@ func cmdZScore(c *client, r reader, a [][]byte) {
 	k := r.kv()
 	if m := load(c, k, string(a[1]), tZset); m != nil {
 		if s, ok := m.zScore(k, string(a[2])); ok {
-			c.w.Bulk(formatScore(s))
+			c.w.Double(formatScore(s))
 		} else {
 			c.w.Null()
 		}
@@ -166,7 +166,7 @@ func cmdZMScore(c *client, r reader, a [][]byte) {
 	c.w.Array(len(a) - 2)
 	for _, x := range a[2:] {
 		if s, ok := m.zScore(k, string(x)); ok {
-			c.w.Bulk(formatScore(s))
+			c.w.Double(formatScore(s))
 		} else {
 			c.w.Null()
 		}

@@ -63,7 +63,16 @@ func zPopCmd(c *client, tx *revkv.Txn[[]byte], a [][]byte, max bool) {
 		c.w.Array(0)
 		return
 	}
-	zReply(c, m.zPop(tx, count, max), true)
+	els := m.zPop(tx, count, max)
+	if len(a) == 2 && c.w.RESP3() { // RESP3 without a count: [member, score], as Redis
+		c.w.Array(2 * len(els))
+		for _, z := range els {
+			c.w.BulkString(z.member)
+			c.w.Double(formatScore(z.score))
+		}
+		return
+	}
+	zReply(c, els, true)
 }
 
 // mpopArgs parses [ZL]MPOP's numkeys key... <where> [COUNT n] from a[at].
@@ -127,7 +136,7 @@ func zmpopReply(c *client, key string, els []zel) {
 	for _, z := range els {
 		c.w.Array(2)
 		c.w.BulkString(z.member)
-		c.w.Bulk(formatScore(z.score))
+		c.w.Double(formatScore(z.score))
 	}
 }
 
