@@ -31,9 +31,7 @@ read readraw close deferred write flush channel foobaredcommand""".split())
 # Helpers of the harness that call what revkv-server does not have.
 HELPERS = ["assert_encoding", "assert_refcount", "debug_sleep", "assert_replication_stream",
            "attach_to_replication_stream", "createComplexDataset", "csvdump", "r debug",
-           "r object", "r config",
-           # RESP3, which revkv-server does not speak (HELLO 3 is NOPROTO).
-           "hello 3"]
+           "r object", "r config"]
 
 
 def braced(text, i):

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type blocking struct {
 }
 
 type waiter struct {
+	at   time.Time // when its command was read
 	try  chan struct{}
 	done chan bool
 	gone chan struct{}
@@ -85,9 +87,16 @@ func (s *server) block(c *client, timeout time.Duration, attempt func(tx *revkv.
 	// Registered before the first attempt: a write between the two would
 	// otherwise wake no one.
 	b := &s.blocking
-	w := &waiter{try: make(chan struct{}), done: make(chan bool, 1), gone: make(chan struct{})}
+	w := &waiter{at: c.readAt, try: make(chan struct{}), done: make(chan bool, 1), gone: make(chan struct{})}
 	b.mu.Lock()
-	b.waiters = append(b.waiters, w)
+	// In the order the commands were read, not the order their goroutines
+	// got here: two clients blocking at once are served as Redis, reading
+	// one command at a time, would serve them.
+	i := len(b.waiters)
+	for i > 0 && b.waiters[i-1].at.After(w.at) {
+		i--
+	}
+	b.waiters = slices.Insert(b.waiters, i, w)
 	b.n.Store(int32(len(b.waiters)))
 	b.mu.Unlock()
 	defer b.remove(w)

@@ -109,6 +109,9 @@ type client struct {
 	// inExec while EXEC runs its commands.
 	retrying bool
 	inExec   bool
+	// readAt is when the command being run was read: blocked clients
+	// queue in that order (block.go).
+	readAt time.Time
 	// in is what rd reads: the connection, after what was read from it
 	// while a command blocked (block.go).
 	in connReader
@@ -191,6 +194,7 @@ func (s *server) handle(c *client) {
 			return
 		}
 		c.commands.Add(1)
+		c.readAt = time.Now()
 		// A run of plain SETs in a pipeline is one Update: one hold of the
 		// write lock instead of one each. They commit in order, as they
 		// would one by one, and share a time.
