@@ -30,14 +30,19 @@ type blocking struct {
 	n       atomic.Int32 // len(waiters), read without the lock by every write
 	blocked atomic.Int32 // clients waiting past their first attempt: INFO's blocked_clients
 	round   sync.Mutex   // one round of retries at a time
-	closed  chan struct{}
+	// admitted is signalled (with mu) when a waiter's first attempt is
+	// done or it leaves: later ones wait for earlier ones (block).
+	admitted *sync.Cond
+	closed   chan struct{}
 }
 
 type waiter struct {
-	at   time.Time // when its command was read
-	try  chan struct{}
-	done chan bool
-	gone chan struct{}
+	at       time.Time // when its command was read
+	admitted bool      // its first attempt is done; guarded by blocking.mu
+	id       int64     // its client's
+	try      chan struct{}
+	done     chan bool
+	gone     chan struct{}
 }
 
 // wake runs rounds of retries while one serves a client.
@@ -77,6 +82,62 @@ func (b *blocking) remove(w *waiter) {
 	}
 	b.n.Store(int32(len(b.waiters)))
 	close(w.gone)
+	b.cond().Broadcast()
+}
+
+func (b *blocking) cond() *sync.Cond {
+	if b.admitted == nil {
+		b.admitted = sync.NewCond(&b.mu)
+	}
+	return b.admitted
+}
+
+// before orders waiters: by when their commands were read, and commands
+// read within admitDelay of each other, which Redis would read in one
+// turn of its loop, by their clients' connection order.
+func (w *waiter) before(x *waiter) bool {
+	if d := w.at.Sub(x.at); d > admitDelay || d < -admitDelay {
+		return d < 0
+	}
+	return w.id < x.id
+}
+
+// admitDelay is how long a blocking command waits, from when it was read,
+// before its first attempt: time for the goroutines of commands read just
+// before it to queue, so that first attempts too go in the order the
+// commands were read (two clients blocking on a key, then a push, are
+// served first to last, as Redis serves them).
+const admitDelay = 300 * time.Microsecond
+
+// admit runs w's first attempt once every waiter whose command was read
+// before w's has run its own.
+func (b *blocking) admit(w *waiter, first func() bool) bool {
+	time.Sleep(time.Until(w.at.Add(admitDelay)))
+	b.mu.Lock()
+	for b.earlierPending(w) {
+		b.cond().Wait()
+	}
+	b.mu.Unlock()
+	served := first()
+	b.mu.Lock()
+	w.admitted = true
+	b.cond().Broadcast()
+	b.mu.Unlock()
+	return served
+}
+
+// earlierPending reports whether a waiter queued before w has not run its
+// first attempt yet. b.mu is held.
+func (b *blocking) earlierPending(w *waiter) bool {
+	for _, x := range b.waiters {
+		if x == w {
+			return false
+		}
+		if !x.admitted {
+			return true
+		}
+	}
+	return false
 }
 
 // block runs attempt (which replies and reports true when it served the
@@ -87,20 +148,20 @@ func (s *server) block(c *client, timeout time.Duration, attempt func(tx *revkv.
 	// Registered before the first attempt: a write between the two would
 	// otherwise wake no one.
 	b := &s.blocking
-	w := &waiter{at: c.readAt, try: make(chan struct{}), done: make(chan bool, 1), gone: make(chan struct{})}
+	w := &waiter{at: c.readAt, id: c.id, try: make(chan struct{}), done: make(chan bool, 1), gone: make(chan struct{})}
 	b.mu.Lock()
 	// In the order the commands were read, not the order their goroutines
 	// got here: two clients blocking at once are served as Redis, reading
 	// one command at a time, would serve them.
 	i := len(b.waiters)
-	for i > 0 && b.waiters[i-1].at.After(w.at) {
+	for i > 0 && w.before(b.waiters[i-1]) {
 		i--
 	}
 	b.waiters = slices.Insert(b.waiters, i, w)
 	b.n.Store(int32(len(b.waiters)))
 	b.mu.Unlock()
 	defer b.remove(w)
-	if s.tryBlocked(c, attempt, true) {
+	if b.admit(w, func() bool { return s.tryBlocked(c, attempt, true) }) {
 		return
 	}
 	b.blocked.Add(1)
