@@ -39,11 +39,16 @@ import (
 // (O(n), as in Redis); elements of an expired collection stay behind,
 // unreachable.
 //
-// internal is a prefix no client byte string may start with (dispatch
+// internal is a prefix no client byte string may start with (four bytes:
+// a test sending random binary strings, as Redis's do, meets it once in
+// four billion) (dispatch
 // refuses such arguments; APPEND and SETRANGE refuse to make such a
 // value): so no user key is an element key, and no string value is taken
 // for metadata. KEYS, SCAN, DBSIZE and RANDOMKEY skip the internal keys.
-const internal = "\xff\x00"
+const internal = "\xff\x00rk"
+
+// internalEnd is the first key past every internal one.
+const internalEnd = "\xff\x00rl"
 
 // metaMagic starts every metadata value.
 const metaMagic = internal + "M"
@@ -60,9 +65,11 @@ const (
 const errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
 // reserved reports whether b starts with the internal prefix.
-func reserved(b []byte) bool { return len(b) >= 2 && b[0] == internal[0] && b[1] == internal[1] }
+func reserved(b []byte) bool {
+	return len(b) >= len(internal) && b[0] == internal[0] && string(b[:len(internal)]) == internal
+}
 
-const errReserved = "ERR arguments starting with the bytes 0xff 0x00 are reserved by revkv"
+const errReserved = "ERR arguments starting with the bytes 0xff 0x00 'r' 'k' are reserved by revkv"
 
 // meta is a collection's metadata record, as read from its key.
 type meta struct {
@@ -262,7 +269,7 @@ func userKeys(r kv, prefix string) []string {
 				return keys
 			}
 			if strings.HasPrefix(k, internal) {
-				from, jumped = internal[:1]+"\x01", true
+				from, jumped = internalEnd, true
 				break
 			}
 			keys = append(keys, k)
