@@ -331,3 +331,21 @@ func TestRESP3(t *testing.T) {
 	send("SUBSCRIBE c\r\nGET none\r\n", ">3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n_\r\n") // RESP3 allows any command once subscribed
 	send("UNSUBSCRIBE\r\nHELLO 2\r\n", ">3\r\n$11\r\nunsubscribe\r\n$1\r\nc\r\n:0\r\n*14\r\n")
 }
+
+// ZRANK walks from both ends: every member's rank, near either end or in
+// the middle, from the bottom and from the top.
+func TestZRankFromBothEnds(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	const n = 101
+	for i := range n {
+		do(c, "zadd", "z", i%7, fmt.Sprintf("m%03d", i)) // ties: ordered by member
+	}
+	all := do(c, "zrange", "z", "0", "-1").([]any)
+	require.Len(t, all, n)
+	for rank, m := range all {
+		require.Equal(t, int64(rank), do(c, "zrank", "z", m), "%v", m)
+		require.Equal(t, int64(n-1-rank), do(c, "zrevrank", "z", m), "%v", m)
+	}
+	require.Nil(t, do(c, "zrank", "z", "none"))
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -262,30 +263,32 @@ func rankRange(start, stop, n int64) (int64, int64, bool) {
 	return start, min(stop, n-1), true
 }
 
-// zRank is the member's rank from the bottom (O(rank)), or from the top.
+// zRank is the member's rank from the bottom, or from the top: walking
+// from both ends at once, O(min(rank, n - rank)).
 func (m *meta) zRank(r kv, member string, rev bool) (int64, bool) {
 	s, ok := m.zScore(r, member)
 	if !ok {
 		return 0, false
 	}
-	rank := int64(0)
-	if rev {
-		m.zDesc(r, math.Inf(1), func(z zel) bool {
-			if z.member == member && z.score == s {
-				return false
-			}
-			rank++
-			return true
-		})
-		return rank, true
-	}
-	m.zAsc(r, math.Inf(-1), func(z zel) bool {
-		if z.member == member && z.score == s {
-			return false
+	target := zel{member, s}
+	up, stopUp := iter.Pull(func(yield func(zel) bool) { m.zAsc(r, math.Inf(-1), yield) })
+	defer stopUp()
+	down, stopDown := iter.Pull(func(yield func(zel) bool) { m.zDesc(r, math.Inf(1), yield) })
+	defer stopDown()
+	rank := int64(-1)
+	for i := int64(0); i < m.n && rank < 0; i++ {
+		if z, ok := up(); ok && z == target {
+			rank = i
+		} else if z, ok := down(); ok && z == target {
+			rank = m.n - 1 - i
 		}
-		rank++
-		return true
-	})
+	}
+	if rank < 0 { // not found at either end: the count disagrees with the index
+		return 0, false
+	}
+	if rev {
+		return m.n - 1 - rank, true
+	}
 	return rank, true
 }
 
