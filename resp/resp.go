@@ -360,6 +360,8 @@ func unescape(c byte) byte {
 type Writer struct {
 	w   io.Writer
 	buf []byte
+	// resp3 says the client chose RESP3 (HELLO 3): see resp3.go.
+	resp3 bool
 }
 
 // NewWriter returns a Writer to w.
@@ -433,10 +435,22 @@ func (w *Writer) BulkString(s string) {
 }
 
 // Null writes the null bulk string ($-1), RESP2's nil.
-func (w *Writer) Null() { w.buf = append(w.buf, "$-1\r\n"...) }
+func (w *Writer) Null() {
+	if w.resp3 {
+		w.buf = append(w.buf, "_\r\n"...)
+		return
+	}
+	w.buf = append(w.buf, "$-1\r\n"...)
+}
 
 // NullArray writes the null array (*-1): EXEC's answer to a changed WATCH.
-func (w *Writer) NullArray() { w.buf = append(w.buf, "*-1\r\n"...) }
+func (w *Writer) NullArray() {
+	if w.resp3 {
+		w.buf = append(w.buf, "_\r\n"...)
+		return
+	}
+	w.buf = append(w.buf, "*-1\r\n"...)
+}
 
 // Truncate drops what was built after the first n bytes: a reply replaced
 // by an error.

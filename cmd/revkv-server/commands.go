@@ -35,23 +35,55 @@ type reader interface {
 	Get(key string) ([]byte, bool)
 	GetEntry(key string) (revkv.Entry[[]byte], bool)
 	// Keys returns the live keys with prefix, in order.
+	// Keys returns the live user keys with prefix, in order.
 	Keys(prefix string) []string
 	Len() int
+	// kv is a consistent snapshot for commands that read more than one
+	// key (a collection's metadata and its elements): the transaction, or
+	// a View of the latest state opened on first use.
+	kv() kv
 }
 
-type storeReader struct{ *revkv.Store[[]byte] }
+// storeReader reads the store: Get and GetEntry straight from its index
+// (a string command reads one key), the rest from one View.
+type storeReader struct {
+	store *revkv.Store[[]byte]
+	view  *revkv.View[[]byte]
+}
 
-func (r storeReader) Keys(prefix string) []string {
-	var keys []string
-	for k := range r.Scan(prefix) {
-		keys = append(keys, k)
+func (r *storeReader) Get(key string) ([]byte, bool) { return r.store.Get(key) }
+func (r *storeReader) GetEntry(key string) (revkv.Entry[[]byte], bool) {
+	return r.store.GetEntry(key)
+}
+func (r *storeReader) Keys(prefix string) []string { return userKeys(r.kv(), prefix) }
+func (r *storeReader) Len() int                    { return len(r.Keys("")) }
+func (r *storeReader) kv() kv {
+	if r.view == nil {
+		r.view = r.store.Latest()
 	}
-	return keys
+	return viewKV{r.view}
+}
+
+func (r *storeReader) close() {
+	if r.view != nil {
+		r.view.Close()
+	}
 }
 
 type txReader struct{ *revkv.Txn[[]byte] }
 
-func (r txReader) Len() int { return len(r.Keys("")) }
+func (r txReader) Keys(prefix string) []string { return userKeys(r.Txn, prefix) }
+func (r txReader) Len() int                    { return len(r.Keys("")) }
+func (r txReader) kv() kv                      { return r.Txn }
+
+// viewReader reads a View: REVKV.AT's commands.
+type viewReader struct{ v *revkv.View[[]byte] }
+
+func (r viewReader) Get(key string) ([]byte, bool)                   { return r.v.Get(key) }
+func (r viewReader) GetEntry(key string) (revkv.Entry[[]byte], bool) { return r.v.Entry(key) }
+func (r viewReader) Keys(prefix string) []string                     { return userKeys(r.kv(), prefix) }
+func (r viewReader) Len() int                                        { return len(r.Keys("")) }
+func (r viewReader) kv() kv                                          { return viewKV{r.v} }
 
 var commands = map[string]*command{}
 
@@ -86,6 +118,9 @@ var noAuth = map[string]bool{"auth": true, "hello": true, "quit": true}
 func (s *server) dispatch(c *client, args [][]byte) {
 	defer s.contain(c, c.w.Len(), 1)
 	cmd := lookup(args[0])
+	if cmd != nil {
+		defer c.ran(cmd.name)
+	}
 	if cmd == nil {
 		if c.inMulti {
 			c.dirty = true
@@ -97,12 +132,29 @@ func (s *server) dispatch(c *client, args [][]byte) {
 		c.w.Error("NOAUTH Authentication required.")
 		return
 	}
+	if c.sub != nil && !c.w.RESP3() && !pubsubAllowed[cmd.name] && c.subscribed() { // RESP3 allows any command
+		c.w.Error("ERR Can't execute '" + cmd.name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		return
+	}
+	if cmd.name == "ping" && !c.w.RESP3() && c.subscribed() && len(args) <= 2 {
+		pubsubPing(c, args)
+		return
+	}
 	if cmd.arity > 0 && len(args) != cmd.arity || cmd.arity < 0 && len(args) < -cmd.arity {
 		if c.inMulti {
 			c.dirty = true
 		}
 		c.w.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
+	}
+	for _, a := range args[1:] {
+		if reserved(a) {
+			if c.inMulti {
+				c.dirty = true
+			}
+			c.w.Error(errReserved)
+			return
+		}
 	}
 	if cmd.sub != nil && len(args) > 1 && !subArity(c, cmd.name, args, cmd.sub[strings.ToUpper(string(args[1]))]) {
 		if c.inMulti {
@@ -119,9 +171,12 @@ func (s *server) dispatch(c *client, args [][]byte) {
 	case cmd.conn != nil:
 		cmd.conn(s, c, args)
 	case cmd.read != nil:
-		cmd.read(c, storeReader{s.store}, args)
+		r := &storeReader{store: s.store}
+		defer r.close()
+		cmd.read(c, r, args)
 	default:
 		s.update(c, func(tx *revkv.Txn[[]byte]) { cmd.write(c, tx, args) })
+		s.blocking.wake()
 	}
 }
 

@@ -21,7 +21,8 @@ func init() {
 		&command{name: "time", arity: 1, conn: cmdTime},
 		&command{name: "info", arity: -1, conn: cmdInfo},
 		&command{name: "command", arity: -1, conn: cmdCommand, sub: map[string]int{"COUNT": 2, "DOCS": -2}},
-		&command{name: "client", arity: -2, conn: cmdClient, sub: map[string]int{"SETNAME": 3, "GETNAME": 2, "ID": 2, "SETINFO": 4}},
+		&command{name: "client", arity: -2, conn: cmdClient, sub: map[string]int{"SETNAME": 3, "GETNAME": 2, "ID": 2, "SETINFO": 4,
+			"LIST": -2, "INFO": 2, "KILL": -3, "UNBLOCK": -3, "HELP": 2}},
 	)
 }
 
@@ -80,12 +81,12 @@ func cmdHello(s *server, c *client, a [][]byte) {
 			c.w.Error("ERR Protocol version is not an integer or out of range")
 			return
 		}
-		if v != 2 {
+		if v != 2 && v != 3 {
 			c.w.Error("NOPROTO unsupported protocol version")
 			return
 		}
 	}
-	name := c.name
+	name := c.getName()
 	for i := 2; i < len(a); i++ {
 		switch opt := strings.ToUpper(string(a[i])); {
 		case opt == "AUTH" && i+2 < len(a):
@@ -111,14 +112,21 @@ func cmdHello(s *server, c *client, a [][]byte) {
 		c.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
-	c.name = name
-	c.w.Array(14)
+	c.setName(name)
+	if len(a) >= 2 {
+		c.w.SetRESP3(a[1][0] == '3')
+	}
+	proto := int64(2)
+	if c.w.RESP3() {
+		proto = 3
+	}
+	c.w.Map(7)
 	c.w.BulkString("server")
 	c.w.BulkString("redis")
 	c.w.BulkString("version")
 	c.w.BulkString(redisVersion)
 	c.w.BulkString("proto")
-	c.w.Int(2)
+	c.w.Int(proto)
 	c.w.BulkString("id")
 	c.w.Int(c.id)
 	c.w.BulkString("mode")
@@ -179,18 +187,33 @@ func cmdClient(s *server, c *client, a [][]byte) {
 			c.w.Error(errClientName)
 			return
 		}
-		c.name = string(a[2])
+		c.setName(string(a[2]))
 		c.w.Simple("OK")
 	case "GETNAME":
-		if c.name == "" {
+		if name := c.getName(); name == "" {
 			c.w.Null()
 		} else {
-			c.w.BulkString(c.name)
+			c.w.BulkString(name)
 		}
 	case "ID":
 		c.w.Int(c.id)
 	case "SETINFO":
 		c.w.Simple("OK")
+	case "LIST":
+		s.clientList(c, a)
+	case "INFO":
+		c.w.BulkString(c.line(s))
+	case "KILL":
+		s.clientKill(c, a)
+	case "UNBLOCK":
+		s.clientUnblock(c, a)
+	case "HELP":
+		c.w.Array(8)
+		for _, l := range []string{"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GETNAME", "ID", "INFO", "KILL <ip:port> | <option> <value> [...]", "LIST [TYPE <type>] [ID <id> [<id> ...]]",
+			"SETNAME <name>", "UNBLOCK <clientid> [TIMEOUT|ERROR]"} {
+			c.w.Simple(l)
+		}
 	}
 }
 
@@ -272,13 +295,16 @@ func cmdInfo(s *server, c *client, a [][]byte) {
 		fmt.Sprintf("uptime_in_days:%d", int64(up.Hours()/24)))
 	section("Clients",
 		fmt.Sprintf("connected_clients:%d", nclients),
+		fmt.Sprintf("blocked_clients:%d", s.blocking.blocked.Load()),
 		fmt.Sprintf("maxclients:%d", s.cfg.maxClients))
 	section("Stats",
 		fmt.Sprintf("total_connections_received:%d", s.stats.connections.Load()),
 		fmt.Sprintf("total_commands_processed:%d", commands),
 		fmt.Sprintf("rejected_connections:%d", s.stats.rejected.Load()),
 		fmt.Sprintf("panics_recovered:%d", s.stats.panics.Load()))
-	keys := s.store.Len()
+	r := &storeReader{store: s.store}
+	keys := r.Len() // the user's keys: elements are not keys
+	r.close()
 	ks := []string{}
 	if keys > 0 {
 		ks = append(ks, fmt.Sprintf("db0:keys=%d,expires=0,avg_ttl=0", keys))

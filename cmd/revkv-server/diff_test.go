@@ -167,7 +167,9 @@ func (g *gen) pick(xs ...string) string { return xs[g.rng.IntN(len(xs))] }
 // alone, not inside an array; and AUTH, whose WRONGPASS inside EXEC's
 // array go-redis reads as the whole reply's error, losing its place.
 var notInArray = []any{"keys", "scan", "ttl", "pttl", "expiretime", "pexpiretime",
-	"randomkey", "time", "info", "hello", "client", "command", "auth", "dbsize"}
+	"randomkey", "time", "info", "hello", "client", "command", "auth", "dbsize",
+	"hkeys", "hvals", "hgetall", "smembers", "sinter", "sunion", "sdiff",
+	"srandmember", "hrandfield", "zrandmember", "hscan", "sscan", "zscan"}
 
 // Integer arguments at their edges: int64's ends, past them, -1, 0, and
 // what is no integer.
@@ -227,6 +229,9 @@ func (g *gen) at(ms bool) any {
 }
 
 func (g *gen) command() []any {
+	if g.rng.IntN(2) == 0 {
+		return g.collCommand()
+	}
 	k := g.key()
 	switch g.rng.IntN(52) {
 	case 0, 1, 2:
@@ -456,6 +461,15 @@ func replyString(args []any, v any, err error) string {
 				}
 			}
 		}
+	}
+	if n := unordered[name]; n > 0 {
+		return sortedReply(v, n)
+	}
+	switch name {
+	case "srandmember", "hrandfield", "zrandmember":
+		return randomShape(v)
+	case "hscan", "sscan", "zscan":
+		return scanReply(name, v)
 	}
 	switch name {
 	case "keys":

@@ -172,11 +172,23 @@ func cmdHistory(s *server, c *client, a [][]byte) {
 		c.w.Error(errSyntax)
 		return
 	}
-	es := s.store.History(string(a[1]))
+	key := string(a[1])
+	es := s.store.History(key)
+	if hasCollection(es) {
+		var err error
+		if es, err = s.collectionHistory(es); err != nil {
+			c.w.Error(historyError(err))
+			return
+		}
+	}
 	if count >= 0 && int64(len(es)) > count {
 		es = es[int64(len(es))-count:]
 	}
-	entries(c, s, es)
+	notes := &notesOf{store: s.store}
+	c.w.Array(len(es))
+	for _, e := range es {
+		entryUnder(c, e, key, notes)
+	}
 }
 
 // cmdDigest: REVKV.DIGEST [rev] — [revision, digest in hex] of the hash
@@ -255,7 +267,9 @@ func cmdChanges(s *server, c *client, a [][]byte) {
 			c.w.Error(historyError(err))
 			return
 		}
-		es = append(es, e)
+		if !strings.HasPrefix(e.Key, internal) { // elements: see REVKV.HISTORY of their key
+			es = append(es, e)
+		}
 	}
 	entries(c, s, es)
 }
@@ -285,16 +299,36 @@ func cmdDiff(s *server, c *client, a [][]byte) {
 		}
 		ds = append(ds, d)
 	}
-	notes := &notesOf{store: s.store}
-	c.w.Array(len(ds))
+	// A collection's key is followed by a row per changed element, under
+	// the same key (see collhist.go).
+	var rows []revkv.KeyDiff[[]byte]
+	var keys []string
 	for _, d := range ds {
+		if strings.HasPrefix(d.Key, internal) { // elements come under their keys
+			continue
+		}
+		rows, keys = append(rows, d), append(keys, d.Key)
+		if isMeta(d.Before.Value) || isMeta(d.After.Value) {
+			els, err := s.elementDiffs(d, from, to)
+			if err != nil {
+				c.w.Error(historyError(err))
+				return
+			}
+			for _, x := range els {
+				rows, keys = append(rows, x), append(keys, d.Key)
+			}
+		}
+	}
+	notes := &notesOf{store: s.store}
+	c.w.Array(len(rows))
+	for i, d := range rows {
 		c.w.Array(3)
-		c.w.BulkString(d.Key)
+		c.w.BulkString(keys[i])
 		for _, e := range []revkv.Entry[[]byte]{d.Before, d.After} {
 			if e.Rev == 0 {
 				c.w.Null()
 			} else {
-				entry(c, e, notes)
+				entryUnder(c, e, keys[i], notes)
 			}
 		}
 	}
@@ -347,6 +381,9 @@ func cmdWatchPrefix(s *server, c *client, a [][]byte) {
 				c.w.Error(historyError(err))
 			}
 			return
+		}
+		if strings.HasPrefix(e.Key, internal) { // elements: see REVKV.HISTORY of their key
+			continue
 		}
 		c.w.Array(3)
 		c.w.BulkString("entry")

@@ -41,7 +41,7 @@ func init() {
 func cmdDel(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	n := 0
 	for _, k := range a[1:] {
-		if tx.Delete(string(k)) == nil {
+		if del(tx, string(k)) {
 			n++
 		}
 	}
@@ -59,11 +59,7 @@ func cmdExists(c *client, r reader, a [][]byte) {
 }
 
 func cmdType(c *client, r reader, a [][]byte) {
-	if _, ok := r.GetEntry(string(a[1])); ok {
-		c.w.Simple("string")
-	} else {
-		c.w.Simple("none")
-	}
+	c.w.Simple(typeOf(r.kv(), string(a[1])))
 }
 
 // rename moves src's value and expiry to dst, in one Update.
@@ -81,7 +77,11 @@ func rename(c *client, tx *revkv.Txn[[]byte], a [][]byte, nx bool) {
 		}
 	}
 	if src != dst {
+		dropKey(tx, dst)
 		putKeepTTL(tx, dst, e.Value, e, true)
+		if isMeta(e.Value) { // the sweeper finds the collection under its new key
+			tx.Put(ownerKey(decodeMeta(src, e).gen), []byte(dst))
+		}
 		tx.Delete(src)
 	}
 	if nx {
@@ -121,7 +121,12 @@ func cmdCopy(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		c.w.Int(0)
 		return
 	}
-	putKeepTTL(tx, dst, e.Value, e, true)
+	dropKey(tx, dst)
+	v := e.Value
+	if isMeta(v) { // the elements are copied under a new generation
+		v = copyElements(tx, decodeMeta(src, e), dst)
+	}
+	putKeepTTL(tx, dst, v, e, true)
 	c.w.Int(1)
 }
 
@@ -195,7 +200,7 @@ func expire(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, ab
 		return
 	}
 	if ms <= now {
-		tx.Delete(key)
+		del(tx, key)
 		c.w.Int(1)
 		return
 	}
@@ -374,7 +379,7 @@ func cmdScan(c *client, r reader, a [][]byte) {
 		}
 		seen++
 		last = k
-		if (pattern == nil || match(pattern, k)) && (typ == "" || typ == "string") {
+		if (pattern == nil || match(pattern, k)) && (typ == "" || typeOf(r.kv(), k) == typ) {
 			keys = append(keys, k)
 		}
 	}

@@ -113,6 +113,9 @@ func cmdExec(s *server, c *client, _ [][]byte) {
 		c.w.NullArray()
 		return
 	}
+	s.blocking.wake()
+	c.inExec = true
+	defer func() { c.inExec = false }()
 	for i, args := range queued {
 		if replies[i] == nil {
 			s.runConn(c, lookup(args[0]), args)

@@ -45,9 +45,16 @@ type server struct {
 	closing bool
 	conns   sync.WaitGroup // one per client goroutine
 
-	cursors    cursors
-	panicSites sites // where recovered panics came from, for the log
-	stats      struct {
+	cursors cursors
+	configs configs
+	limits  limits
+	// maxClients and pubsubLimit are what CONFIG SET may change.
+	maxClients  atomic.Int64
+	pubsubLimit atomic.Int64 // bytes a subscriber's unsent messages may reach; 0: no limit
+	pubsub      pubsub
+	blocking    blocking
+	panicSites  sites // where recovered panics came from, for the log
+	stats       struct {
 		commands    atomic.Int64
 		connections atomic.Int64
 		rejected    atomic.Int64
@@ -59,21 +66,29 @@ func newServer(store *revkv.Store[[]byte], cfg config, log *slog.Logger) *server
 	if cfg.maxValue <= 0 {
 		cfg.maxValue = resp.DefaultMaxBulk
 	}
-	return &server{store: store, cfg: cfg, log: log, start: time.Now(), clients: map[*client]struct{}{}, cursors: newCursors(4096)}
+	s := &server{store: store, cfg: cfg, log: log, start: time.Now(), clients: map[*client]struct{}{}, cursors: newCursors(4096),
+		blocking: blocking{closed: make(chan struct{})}}
+	s.initConfig()
+	return s
 }
 
 // client is one connection's state. Its fields are used by its own
 // goroutine only, but for conn, which shutdown may close.
 type client struct {
-	srv    *server
-	id     int64
-	name   string
-	addr   string
-	conn   net.Conn
-	rd     *resp.Reader
-	w      *resp.Writer
-	authed bool
-	quit   bool // reply, flush, close
+	srv  *server
+	id   int64
+	info clientInfo
+	// created is when it connected; blockedNow says it waits in a
+	// blocking command, which unblock (CLIENT UNBLOCK, CLIENT KILL) ends.
+	created    time.Time
+	blockedNow atomic.Bool
+	unblock    chan string
+	addr       string
+	conn       net.Conn
+	rd         *resp.Reader
+	w          *resp.Writer
+	authed     bool
+	quit       bool // reply, flush, close
 	// commands counts what this client ran (INFO sums them): one counter
 	// per client, so that connections do not share a cache line.
 	commands atomic.Int64
@@ -85,10 +100,26 @@ type client struct {
 	dirty   bool
 	// watched maps each WATCHed key to its ModRev when watched.
 	watched map[string]revkv.Revision
+
+	// wmu serializes writes to conn: the client's replies (flush) and its
+	// pub/sub messages (pubsub.go). sub is nil until it subscribes.
+	wmu sync.Mutex
+	sub *subscriber
+	// retrying is set while a blocked command tries again (block.go);
+	// inExec while EXEC runs its commands.
+	retrying bool
+	inExec   bool
+	// readAt is when the command being run was read: blocked clients
+	// queue in that order (block.go).
+	readAt time.Time
+	// in is what rd reads: the connection, after what was read from it
+	// while a command blocked (block.go).
+	in connReader
 }
 
 // serve accepts connections on ln until shutdown closes it.
 func (s *server) serve(ln net.Listener) error {
+	go s.sweeper()
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -110,10 +141,13 @@ func (s *server) serve(ln net.Listener) error {
 
 func (s *server) accept(conn net.Conn) {
 	c := &client{srv: s, id: s.nextID.Add(1), addr: conn.RemoteAddr().String(), conn: conn,
-		rd: resp.NewReader(conn), w: resp.NewWriter(conn), authed: s.cfg.requirepass == ""}
+		created: time.Now(), unblock: make(chan string, 1), info: clientInfo{multi: -1},
+		w: resp.NewWriter(conn), authed: s.cfg.requirepass == ""}
+	c.in.conn = conn
+	c.rd = resp.NewReader(&c.in)
 	c.rd.MaxBulk = s.cfg.maxValue
 	s.mu.Lock()
-	if s.closing || s.cfg.maxClients > 0 && len(s.clients) >= s.cfg.maxClients {
+	if s.closing || s.maxClients.Load() > 0 && int64(len(s.clients)) >= s.maxClients.Load() {
 		s.mu.Unlock()
 		s.stats.rejected.Add(1)
 		c.w.Error("ERR max number of clients reached")
@@ -138,6 +172,7 @@ func (s *server) handle(c *client) {
 			s.recovered(c, p)
 		}
 		c.conn.Close()
+		s.unsubscribeAll(c)
 		s.mu.Lock()
 		delete(s.clients, c)
 		s.stats.commands.Add(c.commands.Load())
@@ -155,14 +190,16 @@ func (s *server) handle(c *client) {
 				c.w.Error("ERR " + pe.Error())
 				s.log.Debug("protocol error", "client", c.id, "addr", c.addr, "err", pe)
 			}
-			c.w.Flush()
+			c.flush()
 			return
 		}
 		c.commands.Add(1)
+		c.readAt = time.Now()
 		// A run of plain SETs in a pipeline is one Update: one hold of the
 		// write lock instead of one each. They commit in order, as they
 		// would one by one, and share a time.
-		plainSet := len(args) == 3 && c.authed && !c.inMulti && bytes.EqualFold(args[0], setName)
+		plainSet := len(args) == 3 && c.authed && !c.inMulti && bytes.EqualFold(args[0], setName) &&
+			!reserved(args[1]) && !reserved(args[2])
 		if plainSet {
 			sets = append(sets, pendingSet{string(args[1]), bytes.Clone(args[2])})
 			if c.rd.Buffered() > 0 && len(sets) < maxSetRun {
@@ -174,11 +211,11 @@ func (s *server) handle(c *client) {
 			s.dispatch(c, args)
 		}
 		if c.quit {
-			c.w.Flush()
+			c.flush()
 			return
 		}
 		if c.rd.Buffered() == 0 || c.w.Len() > 64<<10 {
-			if err := c.w.Flush(); err != nil {
+			if err := c.flush(); err != nil {
 				return
 			}
 		}
@@ -236,6 +273,9 @@ func (s *server) setAll(c *client, sets []pendingSet) []pendingSet {
 // them, closes what is left, and closes the store.
 func (s *server) shutdown(ln net.Listener, grace time.Duration) error {
 	s.mu.Lock()
+	if !s.closing {
+		close(s.blocking.closed) // blocked clients answer as if timed out
+	}
 	s.closing = true
 	for c := range s.clients {
 		c.conn.SetReadDeadline(time.Now())

@@ -159,7 +159,7 @@ func TestRedisSemantics(t *testing.T) {
 		{[]any{"ping"}, "PONG"},
 		{[]any{"nosuch", "a"}, "error: ERR unknown command 'nosuch', with args beginning with: 'a' "},
 		{[]any{"get"}, "error: ERR wrong number of arguments for 'get' command"},
-		{[]any{"hello", "3"}, "error: NOPROTO unsupported protocol version"},
+		{[]any{"hello", "4"}, "error: NOPROTO unsupported protocol version"},
 	}
 	for i, st := range steps {
 		got := do(c, st.args...)

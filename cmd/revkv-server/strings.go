@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +42,9 @@ func init() {
 }
 
 func cmdGet(c *client, r reader, a [][]byte) {
-	if v, ok := r.Get(lookupKey(a[1])); ok {
+	if v, ok := r.Get(lookupKey(a[1])); ok && isMeta(v) {
+		c.w.Error(errWrongType)
+	} else if ok {
 		c.w.Bulk(v)
 	} else {
 		c.w.Null()
@@ -176,6 +177,15 @@ func txSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	}
 	key := string(a[1])
 	old, exists := tx.GetEntry(key)
+	if exists && isMeta(old.Value) {
+		if o.get {
+			c.w.Error(errWrongType)
+			return
+		}
+		if !o.nx {
+			decodeMeta(key, old).drop(tx)
+		}
+	}
 	reply := func(done bool) {
 		switch {
 		case o.get && exists:
@@ -244,6 +254,10 @@ func setEx(c *client, tx *revkv.Txn[[]byte], a [][]byte, unit time.Duration, nam
 func cmdGetDel(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	key := string(a[1])
 	e, ok := tx.GetEntry(key)
+	if ok && isMeta(e.Value) {
+		c.w.Error(errWrongType)
+		return
+	}
 	if !ok {
 		c.w.Null()
 		return
@@ -267,6 +281,10 @@ func cmdGetEx(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		return
 	}
 	e, ok := tx.GetEntry(key)
+	if ok && isMeta(e.Value) {
+		c.w.Error(errWrongType)
+		return
+	}
 	if !ok {
 		c.w.Null()
 		return
@@ -295,6 +313,10 @@ func cmdGetEx(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 func cmdGetSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	key := string(a[1])
 	e, ok := tx.GetEntry(key)
+	if ok && isMeta(e.Value) {
+		c.w.Error(errWrongType)
+		return
+	}
 	tx.Put(key, clone(a[2]))
 	if ok {
 		c.w.Bulk(e.Value)
@@ -306,7 +328,11 @@ func cmdGetSet(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 func cmdMGet(c *client, r reader, a [][]byte) {
 	c.w.Array(len(a) - 1)
 	for _, k := range a[1:] {
-		cmdGet(c, r, [][]byte{nil, k})
+		if v, ok := r.Get(lookupKey(k)); ok && !isMeta(v) { // another type is nil, as in Redis
+			c.w.Bulk(v)
+		} else {
+			c.w.Null()
+		}
 	}
 }
 
@@ -364,6 +390,10 @@ func cmdDecrBy(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 func incrBy(c *client, tx *revkv.Txn[[]byte], k []byte, n int64) {
 	key := string(k)
 	e, ok := tx.GetEntry(key)
+	if ok && isMeta(e.Value) {
+		c.w.Error(errWrongType)
+		return
+	}
 	var cur int64
 	if ok {
 		if cur, ok = parseInt(e.Value); !ok {
@@ -385,101 +415,56 @@ func incrBy(c *client, tx *revkv.Txn[[]byte], k []byte, n int64) {
 // cut, so that the same additions give the same strings (10.1 + 0.2 is
 // "10.3"; 20 more additions may show "...99999999999999996", as Redis does).
 func cmdIncrByFloat(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
+	key := string(a[1])
+	e, exists := tx.GetEntry(key)
+	if exists && isMeta(e.Value) { // the type first, as Redis
+		c.w.Error(errWrongType)
+		return
+	}
 	incr, ok := parseLongDouble(a[2])
 	if !ok {
 		c.w.Error(errNotFloat)
 		return
 	}
-	key := string(a[1])
-	e, exists := tx.GetEntry(key)
-	cur := new(big.Float).SetPrec(64)
+	var cur []byte
 	if exists {
-		if cur, ok = parseLongDouble(e.Value); !ok {
-			c.w.Error(errNotFloat)
-			return
-		}
+		cur = e.Value
 	}
-	if cur.IsInf() || incr.IsInf() { // inf, or inf - inf: no number (and big.Float panics on the latter)
-		c.w.Error("ERR increment would produce NaN or Infinity")
+	v, msg := addLongDouble(cur, exists, incr, errNotFloat)
+	if msg != "" {
+		c.w.Error(msg)
 		return
-	}
-	cur.Add(cur, incr)
-	if cur.MantExp(nil) > maxLongDoubleExp {
-		c.w.Error("ERR increment would produce NaN or Infinity")
-		return
-	}
-	v := []byte(cur.Text('f', 17))
-	if bytes.IndexByte(v, '.') >= 0 {
-		v = bytes.TrimRight(v, "0")
-		v = bytes.TrimSuffix(v, []byte("."))
-	}
-	if string(v) == "-0" { // as Redis: never a negative zero
-		v = v[1:]
 	}
 	putKeepTTL(tx, key, v, e, exists)
 	c.w.Bulk(v)
 }
 
-// parseLongDouble parses a float as Redis does (strtold, to a long
-// double's precision): decimal, hex ("0x1.8p1"), and inf or infinity in any
-// case; not NaN, not a space before or after, nothing past a long double's
-// range either way (5,120 bytes at most).
-func parseLongDouble(b []byte) (*big.Float, bool) {
-	if len(b) == 0 || len(b) >= 5<<10 || isSpace(b[0]) {
-		return nil, false
-	}
-	s := string(b)
-	sign, body := "", s
-	if s[0] == '+' || s[0] == '-' {
-		sign, body = s[:1], s[1:]
-	}
-	var f *big.Float
-	var err error
-	switch lower := strings.ToLower(body); {
-	case lower == "inf" || lower == "infinity":
-		return new(big.Float).SetInf(sign == "-"), true
-	case strings.HasPrefix(lower, "0x"):
-		if strings.ContainsRune(lower, '_') { // base 0 takes 0x1_0; strtold does not
-			return nil, false
-		}
-		f, _, err = big.ParseFloat(s, 0, 64, big.ToNearestEven)
-	default:
-		if strings.ContainsAny(lower, "p_") { // a binary exponent is hex's alone
-			return nil, false
-		}
-		f, _, err = big.ParseFloat(s, 10, 64, big.ToNearestEven)
-	}
-	if err != nil || f.IsInf() {
-		return nil, false
-	}
-	// strtold's ERANGE: past the largest long double, or so small that it
-	// is zero (below the least subnormal, 2^-16445).
-	if exp := f.MantExp(nil); exp > maxLongDoubleExp || f.Sign() != 0 && exp < -16444 {
-		return nil, false
-	}
-	return f, true
-}
-
-// maxLongDoubleExp is the x87 long double's largest binary exponent, as
-// big.Float's MantExp counts it (mantissa in [0.5, 1)).
-const maxLongDoubleExp = 16384
-
-func isSpace(ch byte) bool { return ch == ' ' || '\t' <= ch && ch <= '\r' }
-
 func cmdAppend(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	key := string(a[1])
 	e, ok := tx.GetEntry(key)
+	if ok && isMeta(e.Value) {
+		c.w.Error(errWrongType)
+		return
+	}
 	if int64(len(e.Value))+int64(len(a[2])) > c.srv.cfg.maxValue { // before the copy: no 1 GB to refuse
 		c.w.Error(errTooBig)
 		return
 	}
 	v := append(append([]byte(nil), e.Value...), a[2]...)
+	if reserved(v) { // what would read as internal
+		c.w.Error(errReserved)
+		return
+	}
 	putKeepTTL(tx, key, v, e, ok)
 	c.w.Int(int64(len(v)))
 }
 
 func cmdStrlen(c *client, r reader, a [][]byte) {
 	v, _ := r.Get(lookupKey(a[1]))
+	if isMeta(v) {
+		c.w.Error(errWrongType)
+		return
+	}
 	c.w.Int(int64(len(v)))
 }
 
@@ -491,6 +476,10 @@ func cmdGetRange(c *client, r reader, a [][]byte) {
 		return
 	}
 	v, _ := r.Get(lookupKey(a[1]))
+	if isMeta(v) {
+		c.w.Error(errWrongType)
+		return
+	}
 	n := int64(len(v))
 	if start < 0 && end < 0 && start > end {
 		c.w.Bulk(nil)
@@ -522,6 +511,10 @@ func cmdSetRange(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 	}
 	key := string(a[1])
 	e, exists := tx.GetEntry(key)
+	if exists && isMeta(e.Value) {
+		c.w.Error(errWrongType)
+		return
+	}
 	if len(a[3]) == 0 {
 		c.w.Int(int64(len(e.Value)))
 		return
@@ -535,6 +528,10 @@ func cmdSetRange(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		v = append(v, make([]byte, need-len(v))...)
 	}
 	copy(v[off:], a[3])
+	if reserved(v) { // what would read as internal
+		c.w.Error(errReserved)
+		return
+	}
 	putKeepTTL(tx, key, v, e, exists)
 	c.w.Int(int64(len(v)))
 }
@@ -546,28 +543,3 @@ func clone(b []byte) []byte { return bytes.Clone(b) }
 // names it, is dropped once the reply is built), and b's bytes do not
 // change until the next command is read. Never for a key that is written.
 func lookupKey(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// parseInt parses a decimal int64 as Redis does: an optional minus, no
-// plus, no spaces, no leading zeros.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	d := b
-	if d[0] == '-' {
-		d = d[1:]
-	}
-	if len(d) == 0 || d[0] < '1' || d[0] > '9' {
-		return 0, false
-	}
-	for _, ch := range d {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil
-}
