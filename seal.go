@@ -32,13 +32,13 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 	d := s.disk
 	ref := segment.Ref{First: lo, Last: hi}
 	s.mu.Lock()
-	switch {
-	case lo < 1 || hi < lo || hi > s.order.Head().Rev:
+	switch head, base := s.order.Head().Rev, s.order.Base(); {
+	case lo < 1 || hi < lo || hi > head:
 		s.mu.Unlock()
-		return ref, fmt.Errorf("seal [%d, %d]: outside the revisions [1, %d]", lo, hi, s.order.Head().Rev)
-	case hi < s.order.Base():
+		return ref, fmt.Errorf("seal [%d, %d]: outside the revisions [1, %d]", lo, hi, head)
+	case hi < base:
 		s.mu.Unlock()
-		return ref, fmt.Errorf("seal [%d, %d]: the times below %d are forgotten", lo, hi, s.order.Base())
+		return ref, fmt.Errorf("seal [%d, %d]: the times below %d are forgotten", lo, hi, base)
 	}
 	keys, times, held := s.tree.Clone(), s.order.Times(), s.order.Held()
 	d.chainMu.Lock()
