@@ -67,6 +67,7 @@ func TestModel(t *testing.T) {
 			continue // a store made by New never seals: the same as "none"
 		}
 		t.Run(set.name, func(t *testing.T) {
+			t.Parallel() // each set has its own store, directory and fake clock
 			h := newHarness(t, seed+int64(i), set.maxHistory, set.retention)
 			for h.n = 0; h.n < *stepsFlag; h.n++ {
 				h.step()
@@ -80,6 +81,7 @@ func TestModel(t *testing.T) {
 	// crash: every acknowledged write must be there, and nothing else).
 	for i, set := range sets {
 		t.Run("open/"+set.name, func(t *testing.T) {
+			t.Parallel() // each set has its own store, directory and fake clock
 			h := newHarnessRand(t, rand.New(rand.NewSource(seed+int64(i)+100)), set.maxHistory, set.retention)
 			memory(h, set.memory)
 			h.makeDurable(t.TempDir(), i%2 == 0)
@@ -94,6 +96,7 @@ func TestModel(t *testing.T) {
 	// a kill leaves) must still hold every acknowledged write.
 	for i, set := range sets {
 		t.Run("never/"+set.name, func(t *testing.T) {
+			t.Parallel() // each set has its own store, directory and fake clock
 			h := newHarnessRand(t, rand.New(rand.NewSource(seed+int64(i)+300)), set.maxHistory, set.retention)
 			h.opts = append(h.opts, revkv.WithSync(revkv.SyncNever))
 			memory(h, set.memory)
@@ -112,6 +115,7 @@ func TestModel(t *testing.T) {
 	// in the middle of a checkpoint.
 	for i, set := range sets {
 		t.Run("mem/"+set.name, func(t *testing.T) {
+			t.Parallel() // each set has its own store, directory and fake clock
 			h := newHarnessRand(t, rand.New(rand.NewSource(seed+int64(i)+200)), set.maxHistory, set.retention)
 			h.fs = vfs.NewMem()
 			h.opts = append(h.opts, revkv.WithFS(h.fs))
