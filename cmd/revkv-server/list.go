@@ -137,14 +137,9 @@ func popCmd(c *client, tx *revkv.Txn[[]byte], a [][]byte, left bool) {
 		c.w.Error("ERR wrong number of arguments for '" + strings.ToLower(string(a[0])) + "' command")
 		return
 	}
-	count := int64(-1)
-	if len(a) == 3 {
-		n, ok := parseInt(a[2])
-		if !ok || n < 0 {
-			c.w.Error(errPositive)
-			return
-		}
-		count = n
+	count, ok := optionalCount(c, a, -1)
+	if !ok {
+		return
 	}
 	m := load(c, tx, string(a[1]), tList)
 	if m == nil {

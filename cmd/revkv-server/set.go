@@ -150,14 +150,9 @@ func cmdSPop(c *client, tx *revkv.Txn[[]byte], a [][]byte) {
 		c.w.Error(errSyntax)
 		return
 	}
-	count := int64(1)
-	if len(a) == 3 {
-		n, ok := parseInt(a[2])
-		if !ok || n < 0 {
-			c.w.Error("ERR value is out of range, must be positive")
-			return
-		}
-		count = n
+	count, ok := optionalCount(c, a, 1)
+	if !ok {
+		return
 	}
 	m := load(c, tx, string(a[1]), tSet)
 	if m == nil {

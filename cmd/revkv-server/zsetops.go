@@ -40,20 +40,29 @@ func (m *meta) zPop(tx *revkv.Txn[[]byte], count int64, max bool) []zel {
 
 const errPositive = "ERR value is out of range, must be positive"
 
+// optionalCount is a pop's optional COUNT, a[2]: def without one; a
+// negative or non-integer one is Redis's error, written to c (false).
+func optionalCount(c *client, a [][]byte, def int64) (int64, bool) {
+	if len(a) != 3 {
+		return def, true
+	}
+	n, ok := parseInt(a[2])
+	if !ok || n < 0 {
+		c.w.Error(errPositive)
+		return 0, false
+	}
+	return n, true
+}
+
 // zPopCmd: ZPOPMIN/ZPOPMAX key [count].
 func zPopCmd(c *client, tx *revkv.Txn[[]byte], a [][]byte, max bool) {
 	if len(a) > 3 {
 		c.w.Error(errSyntax)
 		return
 	}
-	count := int64(1)
-	if len(a) == 3 {
-		n, ok := parseInt(a[2])
-		if !ok || n < 0 {
-			c.w.Error(errPositive)
-			return
-		}
-		count = n
+	count, ok := optionalCount(c, a, 1)
+	if !ok {
+		return
 	}
 	m := load(c, tx, string(a[1]), tZset)
 	if m == nil {
