@@ -1,10 +1,12 @@
 package revkv
 
 import (
-	"github.com/revkv/revkv/chain"
 	"slices"
 	"time"
 
+	"github.com/google/btree"
+	"github.com/revkv/revkv/chain"
+	"github.com/revkv/revkv/mvcc"
 	"github.com/revkv/revkv/wal"
 )
 
@@ -12,7 +14,9 @@ import (
 // segments and older snapshots it covers. Writers and readers go on while
 // it writes: it holds the write lock only to start a new log segment and
 // pin the head. A store made by New has nothing to write: nil. Checkpoints
-// also run by themselves once WithCheckpointBytes were logged.
+// also run by themselves once WithCheckpointBytes were logged, and, for a
+// store that seals (WithMemory), once more in Close, so that the next Open
+// replays no log.
 func (s *Store[V]) Checkpoint() error {
 	if s.disk == nil {
 		return nil
@@ -27,7 +31,29 @@ func (s *state[V]) checkpoint() error {
 	d := s.disk
 	d.ckptMu.Lock()
 	defer d.ckptMu.Unlock()
+	return s.checkpointLocked(false)
+}
 
+// pinned is what a checkpoint takes under the write lock: the head, and
+// frozen copies of everything its snapshot writes, so that writers go on
+// while it writes.
+type pinned[V any] struct {
+	h       mvcc.Stamp
+	cut     *wal.Cut // the log's cut at h, nil if the current segment starts at h+1
+	st      wal.State
+	times   mvcc.Times
+	keys    *btree.BTreeG[*keyLog[V]]
+	digests *chain.Seq
+	notes   []noteSpan[V]
+}
+
+// checkpointLocked writes a checkpoint (a seal first, for a store that
+// seals); the caller holds ckptMu. closing says Close runs it, with the
+// store closed to writes and its goroutines stopped: it then writes one
+// only if nothing stands in its way, since what it saves is the next
+// Open's replay, never data.
+func (s *state[V]) checkpointLocked(closing bool) error {
+	d := s.disk
 	// The rotation below syncs the current segment while drains wait to
 	// write (the records after the cut go to the next segment, and must
 	// not be written before it). Under SyncNever the segment may hold
@@ -37,14 +63,39 @@ func (s *state[V]) checkpoint() error {
 		s.mu.Lock()
 		closed := s.closed
 		s.mu.Unlock()
-		if closed {
+		if closed && !closing {
 			return ErrClosed
 		}
 		if err := d.sync(); err != nil {
 			return err
 		}
 	}
+	p, err := s.pin(closing)
+	if p == nil || err != nil {
+		return err
+	}
+	if p.cut != nil {
+		if err := p.cut.Rotate(p.h.Rev + 1); err != nil {
+			return d.fail(err)
+		}
+	}
+	if s.opts.seals() {
+		// Before the snapshot, which then holds only what memory keeps.
+		if err := s.seal(p.h.Rev); err != nil {
+			return err
+		}
+	}
+	return s.writeSnapshot(p)
+}
+
+// pin takes, under the write lock, what a checkpoint writes. It returns
+// nil and no error where a closing store's checkpoint is not worth
+// writing: nothing was logged since the last one, or a compaction's sweep
+// is under way.
+func (s *state[V]) pin(closing bool) (*pinned[V], error) {
+	d := s.disk
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for s.sweepsDue > 0 && s.opts.seals() && !s.closed {
 		// A compaction's walk is under way: its sweep rehashes the
 		// sealed digests its kept entries need before the annotations
@@ -54,78 +105,73 @@ func (s *state[V]) checkpoint() error {
 		time.Sleep(time.Millisecond)
 		s.mu.Lock()
 	}
-	if s.closed {
-		s.mu.Unlock()
-		return ErrClosed
+	switch {
+	case closing && (s.sweepsDue > 0 || d.logged.Load() == 0):
+		return nil, nil
+	case s.closed && !closing:
+		return nil, ErrClosed
 	}
 	if err := d.err(); err != nil {
-		s.mu.Unlock()
-		return err
+		return nil, err
 	}
-	h := s.order.Head() // no drain runs: every assigned revision is published
+	p := &pinned[V]{h: s.order.Head()} // no drain runs: every assigned revision is published
 	// The log's records up to h go to the current segment, and the next
 	// segment starts at h+1; syncing the current one waits until the write
 	// lock is released.
-	var cut *wal.Cut
-	if cur, err := d.w.Current(); err == nil && cur != h.Rev+1 {
-		cut = d.w.Cut()
+	if cur, err := d.w.Current(); err == nil && cur != p.h.Rev+1 {
+		p.cut = d.w.Cut()
 	}
 	d.logged.Store(0)
-	st := stateRecord(s, h)
-	times := s.order.Times() // read after the lock is released
-	// No pin: a trim or compaction that drops entries while the snapshot is
-	// written is in the new segment, and replaying it over whatever the
-	// snapshot holds of that key leaves the same log. A pin would make
-	// trims keep more than they would without a checkpoint.
-	keys := s.tree.Clone()
+	p.st = stateRecord(s, p.h)
+	p.times = s.order.Times() // read after the lock is released
+	// No pin on the keys' logs: a trim or compaction that drops entries
+	// while the snapshot is written is in the new segment, and replaying it
+	// over whatever the snapshot holds of that key leaves the same log. A
+	// pin would make trims keep more than they would without a checkpoint.
+	p.keys = s.tree.Clone()
 	d.chainMu.Lock()
-	digests := d.chain.Frozen()
+	p.digests = d.chain.Frozen()
 	d.chainMu.Unlock()
 	s.notes.mu.RLock()
-	notes := slices.Clone(s.notes.spans) // a span never changes once added
+	p.notes = slices.Clone(s.notes.spans) // a span never changes once added
 	s.notes.mu.RUnlock()
-	s.mu.Unlock()
+	return p, nil
+}
 
-	if cut != nil {
-		if err := cut.Rotate(h.Rev + 1); err != nil {
-			return d.fail(err)
-		}
-	}
-	if s.opts.seals() {
-		// Before the snapshot, which then holds only what memory keeps.
-		if err := s.seal(h.Rev); err != nil {
-			return err
-		}
-	}
+// writeSnapshot writes p's snapshot, then deletes the log segments and
+// older snapshots it covers.
+func (s *state[V]) writeSnapshot(p *pinned[V]) error {
+	d := s.disk
+	st, h := &p.st, p.h.Rev
 	// The times the seal's segments now hold are left out (Held).
 	skip := int64(0)
 	if n := len(d.manifest.Segments); n > 0 && s.opts.seals() {
-		held := max(st.Held, min(d.manifest.Segments[n-1].Last+1, h.Rev))
+		held := max(st.Held, min(d.manifest.Segments[n-1].Last+1, h))
 		skip, st.Held = held-st.Held, held
 	}
-	st.Times = make([]wal.Instant, times.Len()-skip)
+	st.Times = make([]wal.Instant, p.times.Len()-skip)
 	for i := range st.Times {
-		st.Times[i].Sec, st.Times[i].Nsec = times.At(skip + int64(i))
+		st.Times[i].Sec, st.Times[i].Nsec = p.times.At(skip + int64(i))
 	}
 
-	w, err := wal.CreateSnapshot(d.fs, d.dir, h.Rev, wal.AppendState(nil, &st))
+	w, err := wal.CreateSnapshot(d.fs, d.dir, h, wal.AppendState(nil, st))
 	if err != nil {
 		return err
 	}
 	// The older digests the snapshot's entries need: a trim meanwhile
 	// may leave the snapshot fewer entries, never more.
-	need := s.olderNeeded(keys, digests.Base())
-	keep := func(r int64) bool { return need[r] || r >= digests.Base() }
-	digests.KeepOld(keep)
-	if err = writeChain(w, digests, notes, h.Rev); err != nil {
+	base := p.digests.Base()
+	need := s.olderNeeded(p.keys, base)
+	p.digests.KeepOld(func(r int64) bool { return need[r] || r >= base })
+	if err = writeChain(w, p.digests, p.notes, h); err != nil {
 		w.Abort()
 		return err
 	}
 	var kr keyRecorder[V]
-	keys.Ascend(func(kl *keyLog[V]) bool {
-		var p []byte
-		if p, err = kr.record(d.codec, &s.zones, kl, h.Rev); err == nil && p != nil {
-			err = w.Add(wal.KindKey, p)
+	p.keys.Ascend(func(kl *keyLog[V]) bool {
+		var rec []byte
+		if rec, err = kr.record(d.codec, &s.zones, kl, h); err == nil && rec != nil {
+			err = w.Add(wal.KindKey, rec)
 		}
 		return err == nil
 	})
@@ -136,14 +182,14 @@ func (s *state[V]) checkpoint() error {
 	if err := w.Commit(); err != nil {
 		return err
 	}
-	s.dropUnneeded(digests.Base(), func(c *chain.Seq, need map[int64]bool) {
-		c.KeepOld(func(r int64) bool { return need[r] || r >= digests.Base() })
+	s.dropUnneeded(base, func(c *chain.Seq, need map[int64]bool) {
+		c.KeepOld(func(r int64) bool { return need[r] || r >= base })
 	})
 	d.snapBytes.Store(w.Size())
-	if err := wal.RemoveBefore(d.fs, d.dir, h.Rev+1); err != nil {
+	if err := wal.RemoveBefore(d.fs, d.dir, h+1); err != nil {
 		return err
 	}
-	if err := wal.RemoveSnapshotsBefore(d.fs, d.dir, h.Rev); err != nil {
+	if err := wal.RemoveSnapshotsBefore(d.fs, d.dir, h); err != nil {
 		return err
 	}
 	// Durable removals: a crash never brings back the history a checkpoint

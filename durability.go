@@ -66,7 +66,7 @@ type durability[V any] interface {
 	// start starts durability's own goroutines and reports whether it did.
 	start(s *state[V]) bool
 	// close ends durability once the store is closed to writes.
-	close() error
+	close(s *state[V]) error
 }
 
 // memory is the durability of a store made by New: none.
@@ -103,4 +103,4 @@ func (memory[V]) upkept() error                                         { return
 func (memory[V]) err() error                                            { return nil }
 func (memory[V]) sync() error                                           { return nil }
 func (memory[V]) start(*state[V]) bool                                  { return false }
-func (memory[V]) close() error                                          { return nil }
+func (memory[V]) close(*state[V]) error                                 { return nil }

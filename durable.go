@@ -299,8 +299,10 @@ func (d *disk[V]) upkept() error {
 
 // close syncs and closes the log and releases the directory; it runs once,
 // after the goroutines stopped and with the store closed to writes, and
-// after a Checkpoint under way ends.
-func (d *disk[V]) close() error {
+// after a Checkpoint under way ends. A store that seals checkpoints first
+// if anything was logged since its last checkpoint: the next Open then
+// reads the snapshot and the manifest and replays nothing.
+func (d *disk[V]) close(s *state[V]) error {
 	d.ckptMu.Lock()
 	defer d.ckptMu.Unlock()
 	// The segments stay open: reads of a closed store still answer
@@ -309,7 +311,13 @@ func (d *disk[V]) close() error {
 	if d.readOnly {
 		return d.lock.Close()
 	}
-	err := d.sync()
+	var err error
+	if s.opts.seals() && d.err() == nil {
+		err = s.checkpointLocked(true)
+	}
+	if serr := d.sync(); err == nil {
+		err = serr
+	}
 	if cerr := d.w.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

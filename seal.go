@@ -16,11 +16,10 @@ import (
 )
 
 // Sealing writes a range of revisions' history into a segment (package
-// segment): the one place a segment is made. The store does not seal by
-// itself yet: checkpoints still write every retained entry into their
-// snapshot, and reads answer from memory. sealRange and the sealed tier
-// (sealed.go) are the two halves that a checkpoint and the reads will
-// call, built and tested against the store's own answers first.
+// segment): the one place a segment is made. A store that seals
+// (WithMemory) does so in every checkpoint, before the snapshot, which
+// then holds only what memory keeps; the sealed tier (sealed.go) answers
+// the reads below each key's mark.
 
 // sealRange writes the retained entries of revisions [lo, hi], every
 // revision's time and the chain's digests at lo-1 and hi into a new

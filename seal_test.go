@@ -328,3 +328,30 @@ func TestSealedExportImport(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseSeals checks that Close leaves a store that seals nothing to
+// replay: the next Open reads the snapshot and the manifest, and a Close
+// with nothing written since writes no checkpoint again.
+func TestCloseSeals(t *testing.T) {
+	m := vfs.NewMem()
+	s := sealWorkload(t, m, 3, WithMemory(64<<10))
+	h := s.Rev()
+	want := s.History("a")
+	require.NoError(t, s.Close())
+
+	s, err := Open("/db", StringCodec(), WithFS(m), WithMemory(64<<10))
+	require.NoError(t, err)
+	require.Equal(t, int64(0), s.disk.logged.Load(), "Open replayed log that Close left")
+	require.Equal(t, h, s.Rev())
+	n := len(s.disk.manifest.Segments)
+	require.Equal(t, int64(h), s.disk.manifest.Segments[n-1].Last, "the last seal ends at the head")
+	require.Equal(t, want, s.History("a"))
+	gen := s.disk.manifest.Gen
+	require.NoError(t, s.Close())
+
+	s, err = Open("/db", StringCodec(), WithFS(m), WithMemory(64<<10))
+	require.NoError(t, err)
+	defer s.Close()
+	require.Equal(t, gen, s.disk.manifest.Gen, "a Close with nothing logged sealed again")
+	require.Equal(t, want, s.History("a"))
+}

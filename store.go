@@ -225,7 +225,7 @@ func (s *state[V]) shutdown() error {
 		s.mu.Unlock()
 		close(s.stop)
 		s.bg.Wait()
-		err = s.dur.close()
+		err = s.dur.close(s)
 	})
 	return err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,10 +11,11 @@ import (
 	"github.com/revkv/revkv"
 )
 
-// TestInfoShowsTiers: on a directory whose history was sealed twice, info
-// lists the segments with their revisions and bytes, where memory starts,
-// and the log since the last seal; the other read commands still answer
-// the sealed revisions.
+// TestInfoShowsTiers: on a directory whose history was sealed twice, with
+// a log since, info lists the segments with their revisions and bytes,
+// where memory starts, and the log since the last seal; the other read
+// commands still answer the sealed revisions. After Close, everything is
+// sealed.
 func TestInfoShowsTiers(t *testing.T) {
 	dir := t.TempDir()
 	s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithMemory(1<<40))
@@ -25,6 +27,10 @@ func TestInfoShowsTiers(t *testing.T) {
 			require.NoError(t, s.Checkpoint())
 		}
 	}
+	// A copy of the directory while the store is open, as a crash would
+	// leave it (every Put is synced): Close would seal the log's tail too.
+	dir, open := t.TempDir(), dir
+	require.NoError(t, os.CopyFS(dir, os.DirFS(open)))
 	require.NoError(t, s.Close())
 
 	var info jsonInfo
@@ -46,4 +52,7 @@ func TestInfoShowsTiers(t *testing.T) {
 	for _, r := range []string{"2", "6", "10", "14", "18", "22", "26", "30"} {
 		require.Regexp(t, "(?m)^"+r+" ", hist, "k2's revision %s, sealed or not:\n%s", r, hist)
 	}
+
+	text = ok(t, "--dir", open, "info")
+	require.Contains(t, text, "sealed       revisions 1-30 in 3 segments", "Close seals the log's tail")
 }
