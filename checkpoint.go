@@ -1,6 +1,7 @@
 package revkv
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -159,9 +160,17 @@ func (s *state[V]) writeSnapshot(p *pinned[V]) error {
 		return err
 	}
 	// The older digests the snapshot's entries need: a trim meanwhile
-	// may leave the snapshot fewer entries, never more.
+	// may leave the snapshot fewer entries, never more. After a seal the
+	// segments answer for the digests up to h, as they do for the live
+	// chain (seal): the snapshot keeps those the kept entries need and h's.
 	base := p.digests.Base()
+	if s.opts.seals() {
+		base = max(base, h)
+	}
 	need := s.olderNeeded(p.keys, base)
+	if s.opts.seals() {
+		p.digests.ForgetAllBut(h+1, slices.Collect(maps.Keys(need)))
+	}
 	p.digests.KeepOld(func(r int64) bool { return need[r] || r >= base })
 	if err = writeChain(w, p.digests, p.notes, h); err != nil {
 		w.Abort()

@@ -346,6 +346,10 @@ func TestCloseSeals(t *testing.T) {
 	n := len(s.disk.manifest.Segments)
 	require.Equal(t, int64(h), s.disk.manifest.Segments[n-1].Last, "the last seal ends at the head")
 	require.Equal(t, want, s.History("a"))
+	// The snapshot holds the digests the kept entries need, and the
+	// head's: none per sealed revision.
+	require.Equal(t, int64(h), s.disk.chain.Base(), "the chain proper starts at the head")
+	require.LessOrEqual(t, len(s.disk.chain.Old()), 2*s.Len()+1)
 	gen := s.disk.manifest.Gen
 	require.NoError(t, s.Close())
 
