@@ -26,9 +26,9 @@ type rehasher[V any] struct {
 }
 
 // next returns D(e.Rev) given prev = D(e.Rev-1), e being an entry of the
-// tier's i-th segment.
-func (rh *rehasher[V]) next(t *sealed[V], i int, prev chain.Digest, e *segment.Entry) chain.Digest {
-	zones := t.metas[i].zones
+// segment whose meta is m.
+func (rh *rehasher[V]) next(m *segMeta, prev chain.Digest, e *segment.Entry) chain.Digest {
+	zones := m.zones
 	z := zones[min(int(e.Zone), len(zones)-1)] // the segment reader checked the zone
 	rh.x = wal.Entry{Key: e.Key, Op: uint8(e.Op), Rev: e.Rev, Sec: e.Sec, Nsec: e.Nsec, Zone: z.name, Offset: z.offset,
 		HasTTL: e.HasTTL, Expires: e.Expires, Value: e.Value}
@@ -76,8 +76,12 @@ func (s *state[V]) sealedDigests(revs []int64, below int64, fn func(r int64, d c
 			continue
 		}
 		seg := t.segs[i]
+		meta, err := t.meta(i)
+		if err != nil {
+			return err
+		}
 		from := digestMark{t.refs[i].First - 1, seg.Footer().Prev}
-		if m, ok := t.metas[i].markAt(rev); ok {
+		if m, ok := meta.markAt(rev); ok {
 			from = m
 		}
 		if fm.ok && fm.rev > from.rev && fm.rev <= rev {
@@ -108,7 +112,7 @@ func (s *state[V]) sealedDigests(revs []int64, below int64, fn func(r int64, d c
 					break
 				}
 			}
-			cur = digestMark{e.Rev, rh.next(t, i, cur.d, &e)}
+			cur = digestMark{e.Rev, rh.next(meta, cur.d, &e)}
 		}
 		if curOK && cur.rev == rev {
 			fn(rev, cur.d)
@@ -217,7 +221,11 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 
 // verifySegment re-hashes the tier's i-th segment (VerifySealed).
 func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
-	ref, seg, meta := t.refs[i], t.segs[i], &t.metas[i]
+	ref, seg := t.refs[i], t.segs[i]
+	meta, err := t.meta(i)
+	if err != nil {
+		return 0, err
+	}
 	held := s.heldDigest
 	var n int64
 	from := seg.Footer().TimesFrom
@@ -234,7 +242,7 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 				continue
 			}
 			rh := rehasher[V]{s: s}
-			if rh.next(t, i, prev, &e) != want {
+			if rh.next(meta, prev, &e) != want {
 				return n, chainBreak(ref, e.Rev-1, e.Rev)
 			}
 			n++
@@ -261,7 +269,7 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 			prev, ok1 := held(e.Rev - 1)
 			want, ok2 := held(e.Rev)
 			if ok1 && ok2 {
-				if rh.next(t, i, prev, &e) != want {
+				if rh.next(meta, prev, &e) != want {
 					return n, chainBreak(ref, e.Rev-1, e.Rev)
 				}
 				n++
@@ -277,7 +285,7 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 			since = e.Rev - 1
 		}
 		if known {
-			d = rh.next(t, i, d, &e)
+			d = rh.next(meta, d, &e)
 			n++
 		}
 		next = e.Rev + 1

@@ -264,7 +264,9 @@ func TestVerifySealed(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, w.AddTime(sec, nsec))
 	}
-	size, err := w.Finish(ft.Prev, ft.Digest, r.Meta())
+	meta, err := r.Meta()
+	require.NoError(t, err)
+	size, err := w.Finish(ft.Prev, ft.Digest, meta)
 	require.NoError(t, err)
 	m.WriteFile(name, buf.Bytes())
 	man.Segments[0].Size = size

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/revkv/revkv/mvcc"
@@ -16,8 +17,9 @@ import (
 )
 
 // sealed is the sealed tier: the segments a manifest lists, open for
-// reading, oldest first. It holds each segment's footer, index and zone
-// table, nothing per entry. Safe for concurrent use: it never changes once
+// reading, oldest first. It holds each segment's footer, and its index
+// and meta (zone table, digest marks) from the first read that needs
+// them; nothing per entry. Safe for concurrent use: it never changes once
 // opened.
 //
 // Invariant: segs[i] covers revisions [refs[i].First, refs[i].Last], the
@@ -29,7 +31,7 @@ type sealed[V any] struct {
 	refs  []segment.Ref
 	segs  []*segment.Reader
 	files []vfs.ReaderAt
-	metas []segMeta
+	metas []*lazyMeta // shared by the tiers made from this one (with)
 }
 
 // openSealed opens the segments of dir's manifest m. A segment that is
@@ -45,26 +47,47 @@ func openSealed[V any](fsys vfs.FS, dir string, m segment.Manifest) (*sealed[V],
 			return nil, corruptSegment(name, err)
 		}
 		t.files = append(t.files, f)
-		r, err := segment.Open(f, f.Size())
+		// The footer only: the index and meta wait for the first read
+		// that needs them, so that Open reads a few hundred bytes of
+		// each segment, however many there are (contract §12.3).
+		r, err := segment.OpenFooter(f, f.Size())
 		if err == nil {
 			err = agrees(r, ref, f.Size())
 		}
 		if err == nil && i > 0 && m.Segments[i-1].Last == ref.First-1 && r.Footer().Prev != m.Segments[i-1].Digest {
 			err = fmt.Errorf("%w: its chain does not follow the segment before it", segment.ErrCorrupt)
 		}
-		var meta segMeta
-		if err == nil {
-			if meta, err = decodeMeta(r.Meta(), ref.First, ref.Last); err != nil {
-				err = fmt.Errorf("%w: %v", segment.ErrCorrupt, err)
-			}
-		}
 		if err != nil {
 			t.close()
 			return nil, corruptSegment(name, err)
 		}
-		t.segs, t.metas = append(t.segs, r), append(t.metas, meta)
+		t.segs, t.metas = append(t.segs, r), append(t.metas, new(lazyMeta))
 	}
 	return t, nil
+}
+
+// lazyMeta is a segment's meta, decoded the first time a read needs it.
+type lazyMeta struct {
+	once sync.Once
+	m    segMeta
+	err  error
+}
+
+// meta returns the i-th segment's meta, decoding it (and the segment's
+// index) the first time; damage is ErrCorrupt naming the file, every
+// time it is asked for.
+func (t *sealed[V]) meta(i int) (*segMeta, error) {
+	lm := t.metas[i]
+	lm.once.Do(func() {
+		raw, err := t.segs[i].Meta()
+		if err == nil {
+			if lm.m, err = decodeMeta(raw, t.refs[i].First, t.refs[i].Last); err != nil {
+				err = fmt.Errorf("%w: %v", segment.ErrCorrupt, err)
+			}
+		}
+		lm.err = corruptSegment(t.refs[i].Name(), err)
+	})
+	return &lm.m, lm.err
 }
 
 // with returns a tier holding t's segments (t may be nil) and the new one
@@ -168,7 +191,11 @@ func (s *state[V]) sealedHistory(t *sealed[V], key string, lo, hi int64) iter.Se
 // publicEntry is a sealed entry as the API returns it: its time in its
 // location, its value decoded.
 func (s *state[V]) publicEntry(t *sealed[V], i int, x *segment.Entry) (Entry[V], error) {
-	tm, err := s.locate(x, t.metas[i].zones)
+	meta, err := t.meta(i)
+	if err != nil {
+		return Entry[V]{}, err
+	}
+	tm, err := s.locate(x, meta.zones)
 	if err != nil {
 		return Entry[V]{}, corruptSegment(t.refs[i].Name(), fmt.Errorf("%w: %v", segment.ErrCorrupt, err))
 	}

@@ -18,6 +18,10 @@ const orderCache = 16
 // is bounded by the cache, however long the range.
 func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
+		if err := sr.Load(); err != nil {
+			yield(Entry{}, err)
+			return
+		}
 		lo, hi = max(lo, sr.footer.TimesFrom), min(hi, sr.footer.Last)
 		var (
 			cache   [orderCache]decoded

@@ -11,24 +11,46 @@ import (
 	"sync/atomic"
 )
 
-// Reader reads a segment. It holds the footer, the index and the meta
-// bytes; blocks are read from the file when a question needs them, and
-// checked against their checksum and fence every time. Safe for
-// concurrent use.
+// Reader reads a segment. It holds the footer, and once a question needs
+// them (or Open asked for them) the index and the meta bytes; blocks are
+// read from the file when a question needs them, and checked against
+// their checksum and fence every time. Safe for concurrent use.
 type Reader struct {
-	r       io.ReaderAt
-	size    int64
-	footer  Footer
+	r      io.ReaderAt
+	size   int64
+	footer Footer
+	f      []byte // the footer's bytes: the index's and the meta's place and checksums
+	reads  atomic.Int64 // blocks read from r, for tests and stats
+
+	// once loads fences, tFences and meta, or sets ixErr; none of them
+	// changes after.
+	once    sync.Once
+	ixErr   error
 	fences  []fence
 	tFences []timeFence // the time column's blocks (times.go)
 	meta    []byte
-	reads   atomic.Int64 // blocks read from r, for tests and stats
 }
 
 // Open reads the footer, index and meta of the segment r of size bytes,
 // and checks them: damage is ErrCorrupt, a format this build does not
 // know ErrVersion.
 func Open(r io.ReaderAt, size int64) (*Reader, error) {
+	sr, err := OpenFooter(r, size)
+	if err == nil {
+		err = sr.Load()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sr, nil
+}
+
+// OpenFooter reads and checks the header and footer of the segment r of
+// size bytes, as Open does, and leaves the index and the meta to the
+// first question that needs them (or Load): opening a store reads a few
+// hundred bytes of each segment, whatever its size. Damage to the index
+// or meta is then that question's ErrCorrupt.
+func OpenFooter(r io.ReaderAt, size int64) (*Reader, error) {
 	if size < headerSize+footerSize {
 		return nil, fmt.Errorf("%w: %d bytes, too short for a header and footer", ErrCorrupt, size)
 	}
@@ -67,22 +89,34 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 		sr.footer.TimesFrom < sr.footer.First || sr.footer.TimesFrom > sr.footer.Last || sr.footer.Entries < 0 || sr.footer.Keys < 0 || sr.footer.Keys > sr.footer.Entries {
 		return nil, fmt.Errorf("%w: footer at offset %d names impossible offsets or counts", ErrCorrupt, end)
 	}
+	sr.f = f
+	return sr, nil
+}
+
+// Load reads and checks the index and the meta, once; every question
+// that needs them calls it, and gets its error again if it failed.
+func (sr *Reader) Load() error {
+	sr.once.Do(func() { sr.ixErr = sr.loadIndex() })
+	return sr.ixErr
+}
+
+func (sr *Reader) loadIndex() error {
+	f := sr.f
+	u := func(i int) int64 { return int64(binary.LittleEndian.Uint64(f[8*i:])) }
+	ixOff, ixLen, metaOff, metaLen := u(0), u(1), u(2), u(3)
 	body := make([]byte, ixLen+metaLen)
-	if _, err := r.ReadAt(body, ixOff); err != nil {
-		return nil, fmt.Errorf("read segment index: %w", err)
+	if _, err := sr.r.ReadAt(body, ixOff); err != nil {
+		return fmt.Errorf("read segment index: %w", err)
 	}
 	ix, meta := body[:ixLen], body[ixLen:]
 	if checksum(ix) != binary.LittleEndian.Uint32(f[fIndexCRC:]) {
-		return nil, fmt.Errorf("%w: index at offset %d fails its checksum", ErrCorrupt, ixOff)
+		return fmt.Errorf("%w: index at offset %d fails its checksum", ErrCorrupt, ixOff)
 	}
 	if checksum(meta) != binary.LittleEndian.Uint32(f[fMetaCRC:]) {
-		return nil, fmt.Errorf("%w: meta at offset %d fails its checksum", ErrCorrupt, metaOff)
+		return fmt.Errorf("%w: meta at offset %d fails its checksum", ErrCorrupt, metaOff)
 	}
 	sr.meta = meta
-	if err := sr.decodeIndex(ix, ixOff); err != nil {
-		return nil, err
-	}
-	return sr, nil
+	return sr.decodeIndex(ix, ixOff)
 }
 
 // decodeIndex decodes and checks the index: blocks back to back from the
@@ -131,7 +165,12 @@ func (sr *Reader) decodeIndex(ix []byte, ixOff int64) error {
 func (sr *Reader) Footer() Footer { return sr.footer }
 
 // Meta returns the writer's meta bytes; they belong to the reader.
-func (sr *Reader) Meta() []byte { return sr.meta }
+func (sr *Reader) Meta() ([]byte, error) {
+	if err := sr.Load(); err != nil {
+		return nil, err
+	}
+	return sr.meta, nil
+}
 
 // Size returns the segment's size in bytes.
 func (sr *Reader) Size() int64 { return sr.size }
@@ -141,6 +180,9 @@ func (sr *Reader) BlocksRead() int64 { return sr.reads.Load() }
 
 // IndexBytes returns about how much memory the index holds.
 func (sr *Reader) IndexBytes() int64 {
+	if sr.Load() != nil {
+		return 0
+	}
 	n := int64(len(sr.fences)) * 56
 	for _, f := range sr.fences {
 		n += int64(len(f.key))
@@ -155,6 +197,9 @@ var blockBufs = sync.Pool{New: func() any { return new([]byte) }}
 // Get returns key's newest entry with Rev <= rev in the segment, reading
 // at most one block.
 func (sr *Reader) Get(key string, rev int64) (Entry, bool, error) {
+	if err := sr.Load(); err != nil {
+		return Entry{}, false, err
+	}
 	i := sort.Search(len(sr.fences), func(i int) bool { return less(key, rev, sr.fences[i].key, sr.fences[i].rev) }) - 1
 	if i < 0 {
 		return Entry{}, false, nil
@@ -196,6 +241,10 @@ func (sr *Reader) Get(key string, rev int64) (Entry, bool, error) {
 // read: it stays as it is, and keeps the block in memory while it is held.
 func (sr *Reader) History(key string, lo, hi int64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
+		if err := sr.Load(); err != nil {
+			yield(Entry{}, err)
+			return
+		}
 		i := max(sort.Search(len(sr.fences), func(i int) bool { return less(key, lo, sr.fences[i].key, sr.fences[i].rev) })-1, 0)
 		for ; i < len(sr.fences) && sr.fences[i].key <= key; i++ {
 			for e, err := range sr.block(i) {
@@ -219,6 +268,10 @@ func (sr *Reader) History(key string, lo, hi int64) iter.Seq2[Entry, error] {
 // points into its block, as History's do.
 func (sr *Reader) All() iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
+		if err := sr.Load(); err != nil {
+			yield(Entry{}, err)
+			return
+		}
 		for i := range sr.fences {
 			for e, err := range sr.block(i) {
 				if !yield(e, err) || err != nil {

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -112,7 +113,9 @@ func TestRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			f := r.Footer()
 			require.Equal(t, Footer{First: 1, Last: n, TimesFrom: 1, Entries: n, Keys: 9, Prev: [32]byte{1}, Digest: [32]byte{2}}, f)
-			require.Equal(t, []byte("zones"), r.Meta())
+			meta, err := r.Meta()
+			require.NoError(t, err)
+			require.Equal(t, []byte("zones"), meta)
 
 			checkTimes(t, r, es)
 			i := 0
@@ -191,29 +194,34 @@ func TestDamage(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	es := randomEntries(rng, 60)
 	file := build(t, es, 60, 256)
-	for i := range file {
-		for _, bit := range []byte{0x01, 0x80} {
-			bad := bytes.Clone(file)
-			bad[i] ^= bit
-			require.ErrorIs(t, readAll(bad, es), ErrCorrupt, "byte %d bit %#x", i, bit)
+	// Open checks the index and meta at once; OpenFooter leaves them to
+	// the first read, which must find the damage as surely.
+	for _, open := range []func(io.ReaderAt, int64) (*Reader, error){Open, OpenFooter} {
+		for i := range file {
+			for _, bit := range []byte{0x01, 0x80} {
+				bad := bytes.Clone(file)
+				bad[i] ^= bit
+				require.ErrorIs(t, readAll(open, bad, es), ErrCorrupt, "byte %d bit %#x", i, bit)
+			}
 		}
+		for n := range len(file) {
+			require.ErrorIs(t, readAll(open, file[:n], es), ErrCorrupt, "cut at %d", n)
+		}
+		bad := bytes.Clone(file) // a newer version, checksummed as a newer build would
+		end := len(bad) - footerSize
+		bad[end+fVersion]++
+		copy(bad[end+fCRC:], le32(checksum(bad[end:end+fCRC])))
+		require.ErrorIs(t, readAll(open, bad, es), ErrVersion)
+		require.EqualError(t, readAll(open, file, es), "no damage seen")
 	}
-	for n := range len(file) {
-		require.ErrorIs(t, readAll(file[:n], es), ErrCorrupt, "cut at %d", n)
-	}
-	bad := bytes.Clone(file) // a newer version, checksummed as a newer build would
-	end := len(bad) - footerSize
-	bad[end+fVersion]++
-	copy(bad[end+fCRC:], le32(checksum(bad[end:end+fCRC])))
-	require.ErrorIs(t, readAll(bad, es), ErrVersion)
 }
 
 func le32(v uint32) []byte { return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)} }
 
 // readAll opens file and reads it every way, failing the test on an
 // answer that differs from es; it returns the first error met.
-func readAll(file []byte, es []Entry) error {
-	r, err := Open(bytes.NewReader(file), int64(len(file)))
+func readAll(open func(io.ReaderAt, int64) (*Reader, error), file []byte, es []Entry) error {
+	r, err := open(bytes.NewReader(file), int64(len(file)))
 	if err != nil {
 		return err
 	}

@@ -143,6 +143,9 @@ func (sr *Reader) decodeTimeIndex(d *decoder, off int64, bad func(string) error)
 // and its revisions' locators: the index of the block of each one's entry
 // (-1: none).
 func (sr *Reader) times(i int) ([][2]int64, []int32, error) {
+	if err := sr.Load(); err != nil {
+		return nil, nil, err
+	}
 	f := sr.tFences[i]
 	buf := make([]byte, f.len)
 	sr.reads.Add(1)
@@ -223,6 +226,9 @@ func (sr *Reader) TimeOf(rev int64) (sec int64, nsec int32, err error) {
 // known is false when the time is before TimesFrom's and TimesFrom is
 // above First: the answer is one of the revisions without a time.
 func (sr *Reader) RevAt(sec int64, nsec int32) (rev int64, known bool, err error) {
+	if err := sr.Load(); err != nil {
+		return 0, false, err
+	}
 	after := func(s int64, ns int64) bool { return s > sec || s == sec && ns > int64(nsec) }
 	i := sort.Search(len(sr.tFences), func(i int) bool { return after(sr.tFences[i].sec, int64(sr.tFences[i].nsec)) }) - 1
 	if i < 0 {
