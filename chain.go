@@ -200,7 +200,8 @@ func (s *state[V]) dropUnneeded(base int64, apply func(c *chain.Seq, need map[in
 // olderNeeded returns the revisions whose digests the entries of keys at
 // or below base need: each one's own and the one before it. Of sealed
 // entries, only those below the floor need theirs: the segments' marks
-// give the rest (seal_chain.go).
+// give the rest (seal_chain.go), and so for the entries memory keeps that
+// a segment holds too (each key's newest).
 func (s *state[V]) olderNeeded(keys *btree.BTreeG[*keyLog[V]], base int64) map[int64]bool {
 	floor := s.floor.Load()
 	need := map[int64]bool{}
@@ -208,12 +209,19 @@ func (s *state[V]) olderNeeded(keys *btree.BTreeG[*keyLog[V]], base int64) map[i
 		need[floor-1] = true // the anchor of sealed digests above the floor
 	}
 	below := min(base, floor-1)
+	sealed := int64(0) // the entries up to it are in the segments too
+	if t := s.disk.tier.Load(); t != nil {
+		sealed = t.last()
+	}
 	keys.Ascend(func(kl *keyLog[V]) bool {
 		kl.mu.RLock()
 		lo, sb := kl.log.SealedFrom(), kl.log.SealedBelow()
 		for _, e := range kl.log.Entries() {
 			if e.Rev > base {
 				break
+			}
+			if e.Rev <= sealed && e.Rev >= floor {
+				continue // rehashed from the tier when asked for, as the rest of it is
 			}
 			need[e.Rev], need[e.Rev-1] = true, true
 		}

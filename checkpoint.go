@@ -130,6 +130,7 @@ func (s *state[V]) pin(closing bool) (*pinned[V], error) {
 	// over whatever the snapshot holds of that key leaves the same log. A
 	// pin would make trims keep more than they would without a checkpoint.
 	p.keys = s.tree.Clone()
+	p.st.Keys = int64(p.keys.Len())
 	d.chainMu.Lock()
 	p.digests = d.chain.Frozen()
 	d.chainMu.Unlock()

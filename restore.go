@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,7 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 	d := s.disk
 	name := filepath.Join(d.dir, wal.SnapshotName(at))
 	builders := max(1, min(runtime.GOMAXPROCS(0), 4))
+	snapSize, _ := d.fs.Size(name) // bounds the state record's key count
 	// The reader's: the builders read its chain and spans, which it
 	// completes before it hands over the first key.
 	var ld snapshotReader
@@ -162,6 +164,7 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 	for l := range loads {
 		if l.state != nil {
 			s.restoreState(l.state)
+			s.reserveKeys(min(l.state.Keys, snapSize/minKeyRecord))
 		}
 		for i := range l.keys {
 			kl := s.restoreKey(&l.keys[i])
@@ -192,6 +195,21 @@ func (s *state[V]) loadSnapshot(at int64, share float64) error {
 		return failure
 	}
 	return rerr
+}
+
+// minKeyRecord is fewer bytes than any key record takes in a snapshot
+// file: its frame and one entry.
+const minKeyRecord = 16
+
+// reserveKeys makes room for n keys in an empty index, as many as a
+// snapshot's state record says follow: the index is made once, not grown
+// and rehashed a dozen times.
+func (s *state[V]) reserveKeys(n int64) {
+	if n <= 0 || len(s.index) > 0 {
+		return
+	}
+	s.index = make(map[string]indexed[V], n)
+	s.slots = slices.Grow(s.slots, int(n))
 }
 
 // errStopped stops the snapshot reader after a builder's failure.

@@ -351,7 +351,7 @@ func TestCloseSeals(t *testing.T) {
 	// The snapshot holds the digests the kept entries need, and the
 	// head's: none per sealed revision.
 	require.Equal(t, int64(h), s.disk.chain.Base(), "the chain proper starts at the head")
-	require.LessOrEqual(t, len(s.disk.chain.Old()), 2*s.Len()+1)
+	require.LessOrEqual(t, len(s.disk.chain.Old()), 1, "the digests of the newest entries, which the segments hold too, are rehashed when asked for")
 	gen := s.disk.manifest.Gen
 	require.NoError(t, s.Close())
 

@@ -19,7 +19,7 @@ type Reader struct {
 	r      io.ReaderAt
 	size   int64
 	footer Footer
-	f      []byte // the footer's bytes: the index's and the meta's place and checksums
+	f      []byte       // the footer's bytes: the index's and the meta's place and checksums
 	reads  atomic.Int64 // blocks read from r, for tests and stats
 
 	// once loads fences, tFences and meta, or sets ixErr; none of them

@@ -24,6 +24,11 @@ type State struct {
 	// above Base (a snapshot from before segments has no such field, and
 	// decodes with Held = Base).
 	Held int64
+	// Keys is about how many key records follow: a hint for the reader's
+	// allocations, never trusted beyond the file's size. Written only
+	// when above 0, after Held (which is then written even if it equals
+	// Base); a snapshot from before it decodes with 0.
+	Keys int64
 }
 
 // AppendState appends the payload of a state record to dst. Times are
@@ -44,8 +49,11 @@ func AppendState(dst []byte, s *State) []byte {
 	e.varint(s.CompactRev)
 	e.instant(s.Compacted)
 	e.varint(s.TrimFloor)
-	if s.Held > s.Base {
+	if s.Held > s.Base || s.Keys > 0 {
 		e.varint(s.Held)
+	}
+	if s.Keys > 0 {
+		e.varint(s.Keys)
 	}
 	return e.b
 }
@@ -76,8 +84,13 @@ func DecodeState(p []byte) (*State, error) {
 	s.TrimFloor = d.varint()
 	s.Held = s.Base
 	if d.err == nil && len(d.b) > 0 {
-		if s.Held = d.varint(); d.err == nil && (s.Held <= s.Base || s.Held > s.Last) {
-			return nil, fmt.Errorf("the held times start at %d, outside (%d, %d]", s.Held, s.Base, s.Last)
+		if s.Held = d.varint(); d.err == nil && (s.Held < s.Base || s.Held > s.Last) {
+			return nil, fmt.Errorf("the held times start at %d, outside [%d, %d]", s.Held, s.Base, s.Last)
+		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		if s.Keys = d.varint(); d.err == nil && s.Keys < 1 {
+			return nil, fmt.Errorf("the key count %d is not positive", s.Keys)
 		}
 	}
 	return s, d.done()

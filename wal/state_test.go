@@ -23,10 +23,21 @@ func TestStateHeld(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), got.Held, "no Held field: the times start at Base")
 
-	for _, held := range []int64{-1, 2, 10} {
+	for _, held := range []int64{-1, 1, 10} {
 		_, err := DecodeState(binary.AppendVarint(p[:len(p):len(p)], held))
 		require.Error(t, err, "Held %d", held)
 	}
 	_, err = DecodeState(binary.AppendVarint(p[:len(p):len(p)], 9))
 	require.NoError(t, err, "Held at Last")
+
+	// Keys follows Held, which is then written even at Base.
+	st.Held, st.Keys = 2, 100000
+	got, err = DecodeState(AppendState(nil, &st))
+	require.NoError(t, err)
+	require.Equal(t, &st, got)
+	p = binary.AppendVarint(p[:len(p):len(p)], 2)
+	for _, keys := range []int64{0, -5} {
+		_, err := DecodeState(binary.AppendVarint(p[:len(p):len(p)], keys))
+		require.Error(t, err, "Keys %d", keys)
+	}
 }
