@@ -69,7 +69,7 @@ func collectDiff(t *testing.T, s *revkv.Store[string], prefix string, from, to r
 }
 
 // TestDiffAgainstViews: over random histories with deletes, expiries,
-// compaction, a history cap and reopening, Diff yields what comparing two
+// compaction, a history cap, sealing and reopening, Diff yields what comparing two
 // views key by key does, for random pairs of revisions and prefixes,
 // whether its index was built before the writes or after them.
 func TestDiffAgainstViews(t *testing.T) {
@@ -79,8 +79,11 @@ func TestDiffAgainstViews(t *testing.T) {
 			clock := newClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			dir := t.TempDir()
 			opts := []revkv.Option{revkv.WithClock(clock.Now)}
-			if seed%3 == 0 {
+			switch seed % 3 {
+			case 0:
 				opts = append(opts, revkv.WithMaxHistory(3))
+			case 1: // sealed every kilobyte: Diff reads the tier's revisions
+				opts = append(opts, revkv.WithMemory(1<<10), revkv.WithCheckpointBytes(1<<10))
 			}
 			s := openStr(t, dir, opts...)
 			defer func() { s.Close() }()

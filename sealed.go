@@ -252,7 +252,9 @@ func (s *state[V]) sealedKeysLocked(lo, hi int64, fn func(kl *keyLog[V])) error 
 		if e.Rev < lo || e.Rev > hi {
 			return
 		}
-		if kl := s.lookupLocked(e.Key); kl != nil && e.Rev >= kl.log.SealedFrom() && e.Rev < kl.log.SealedBelow() {
+		// Every entry from the key's oldest retained one on: below it a
+		// compaction hid them; the newest at the seal is in memory too.
+		if kl := s.lookupLocked(e.Key); kl != nil && e.Rev >= kl.log.SealedFrom() {
 			fn(kl)
 		}
 	}
