@@ -19,6 +19,10 @@ import (
 
 var corruptFull = flag.Bool("corrupt.full", false, "TestCorrupt*: damage every byte of every file, not a window")
 
+// The tests of this file damage logs and snapshots: their stores are
+// unsealed (WithMemory(-1)), so that Close leaves the log they damage.
+// FuzzOpenSealed and TestSealedDamage damage segments and manifests.
+
 // damageBase is a closed store on a Mem directory, and what it holds: the
 // revisions of checkCrashHistory's workload, synced one write at a time.
 type damageBase struct {
@@ -37,7 +41,7 @@ type damageBase struct {
 // closes the store.
 func newDamageBase(t testing.TB, revs, ckpt int64) *damageBase {
 	m := vfs.NewMem()
-	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m))
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithMemory(-1)) // unsealed: its log stays
 	require.NoError(t, err)
 	b := &damageBase{m: m}
 	for i := 0; int64(s.Rev()) < revs; i++ {
@@ -110,7 +114,7 @@ func openDamaged(t *testing.T, m *vfs.Mem, file string, data []byte) (int64, err
 	c := m.Crash(nil)
 	c.WriteFile(file, data)
 	before := dirBytes(t, c)
-	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c))
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithMemory(-1))
 	if err != nil {
 		require.True(t, errors.Is(err, revkv.ErrCorrupt), "not ErrCorrupt: %v", err)
 		require.Equal(t, before, dirBytes(t, c), "a refused Open changes nothing on disk")
@@ -365,7 +369,7 @@ func TestRepair(t *testing.T) {
 
 	c := b.m.Crash(nil)
 	c.WriteFile(b.seg, data)
-	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithRepair())
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithRepair(), revkv.WithMemory(-1))
 	require.NoError(t, err)
 	require.Equal(t, revkv.Revision(b.revBefore(i)), s.Rev())
 	checkCrashHistory(t, s)
@@ -377,7 +381,7 @@ func TestRepair(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.Close())
-	s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c.Crash(nil)))
+	s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c.Crash(nil)), revkv.WithMemory(-1))
 	require.NoError(t, err, "the repaired log opens without WithRepair")
 	require.Equal(t, revkv.Revision(b.rev), s.Rev())
 	checkCrashHistory(t, s)
@@ -389,7 +393,7 @@ func TestRepair(t *testing.T) {
 	data = slices.Clone(log)
 	data[b.recs[i]+2] ^= 0x01
 	c.WriteFile(b.seg, data)
-	s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithRepair())
+	s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithRepair(), revkv.WithMemory(-1))
 	require.NoError(t, err)
 	require.Equal(t, revkv.Revision(b.revBefore(i)), s.Rev())
 	require.NoError(t, s.Close())
@@ -402,14 +406,14 @@ func TestRepair(t *testing.T) {
 	c = b.m.Crash(nil)
 	c.WriteFile(name, snap)
 	before := dirBytes(t, c)
-	_, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithRepair())
+	_, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(c), revkv.WithRepair(), revkv.WithMemory(-1))
 	require.ErrorIs(t, err, revkv.ErrCorrupt, "a damaged snapshot")
 	require.Equal(t, before, dirBytes(t, c))
 
 	// A whole record whose value the codec refuses is not damage to cut.
 	c = b.m.Crash(nil)
 	before = dirBytes(t, c)
-	_, err = revkv.Open("/db", refusingCodec{revkv.StringCodec()}, revkv.WithFS(c), revkv.WithRepair())
+	_, err = revkv.Open("/db", refusingCodec{revkv.StringCodec()}, revkv.WithFS(c), revkv.WithRepair(), revkv.WithMemory(-1))
 	require.ErrorIs(t, err, revkv.ErrCorrupt, "a value the codec refuses")
 	require.Equal(t, before, dirBytes(t, c), "nothing is cut for a codec's refusal")
 }
@@ -432,7 +436,7 @@ func (c refusingCodec) Decode(b []byte) (string, error) {
 func TestTornValueHoldingARecord(t *testing.T) {
 	b := newDamageBase(t, 20, 0)
 	inner := string(b.log[b.recs[3]:b.recs[4]]) + strings.Repeat("p", 100)
-	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(b.m))
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(b.m), revkv.WithMemory(-1))
 	require.NoError(t, err)
 	_, err = s.Put("k", inner)
 	require.NoError(t, err)
@@ -457,14 +461,14 @@ func TestRepairCutSynced(t *testing.T) {
 	for seed := range uint64(20) {
 		m := b.m.Crash(nil)
 		m.WriteFile(b.seg, data)
-		s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithRepair(), revkv.WithSync(revkv.SyncNever))
+		s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithRepair(), revkv.WithSync(revkv.SyncNever), revkv.WithMemory(-1))
 		require.NoError(t, err)
 		next := b.revBefore(i) + 1
 		_, err = s.Put(crashKey(next), fmt.Sprint(next))
 		require.NoError(t, err)
 		crashed := m.Crash(rand.New(rand.NewPCG(seed, 5)))
 		require.NoError(t, s.Close())
-		s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(crashed))
+		s, err = revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(crashed), revkv.WithMemory(-1))
 		require.NoError(t, err, "seed %d: the repaired log opens after a power cut", seed)
 		require.GreaterOrEqual(t, s.Rev(), revkv.Revision(b.revBefore(i)))
 		checkCrashHistory(t, s)

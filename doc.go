@@ -129,14 +129,16 @@
 //
 // # History beyond memory
 //
-// With WithMemory(bytes), a store on a directory keeps only each key's
-// newest entry and the latest history in memory: every so often a
-// checkpoint seals the history written since the last one into an
-// immutable segment file, and reads of older revisions read the block of
-// the segment that holds the answer. Every answer is the same as without
-// the option. HistoryRange streams a key's history in a range in bounded
-// memory; a View whose read met a damaged segment answers the key as
-// missing and says why in View.Err.
+// A store on a directory keeps only each key's newest entry and the
+// latest history in memory (WithMemory: 256 MiB of it by default; -1
+// keeps everything): every so often, and at Close, a checkpoint seals the
+// history written since the last one into an immutable segment file, and
+// reads of older revisions read the block of the segment that holds the
+// answer. Every answer is the same whatever the bound. Open after Close
+// reads each key's newest entry and the segments' footers, and replays no
+// log. HistoryRange streams a key's history in a range in bounded memory;
+// a View whose read met a damaged segment answers the key as missing and
+// says why in View.Err.
 //
 // # Following changes
 //

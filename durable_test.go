@@ -113,12 +113,12 @@ func snapshotOf(t *testing.T, s *revkv.Store[string]) storeState {
 // nothing; a torn last record is cut back.
 func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
-	s := openStr(t, dir)
+	s := openStr(t, dir, revkv.WithMemory(-1)) // unsealed: Close leaves the log it damages
 	for i := range 10 {
 		_, err := s.Put(fmt.Sprint("k", i), "v")
 		require.NoError(t, err)
 	}
-	_, err := revkv.Open(dir, revkv.StringCodec())
+	_, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithMemory(-1))
 	require.ErrorIs(t, err, revkv.ErrLocked)
 	require.NoError(t, s.Close())
 
@@ -129,7 +129,7 @@ func TestOpenErrors(t *testing.T) {
 	// A torn tail: every cut inside the last record opens, with 9 revisions.
 	for cut := len(full) - 1; cut > len(full)-20; cut-- {
 		require.NoError(t, os.WriteFile(seg, full[:cut], 0o644))
-		s := openStr(t, dir)
+		s := openStr(t, dir, revkv.WithMemory(-1))
 		require.Equal(t, revkv.Revision(9), s.Rev())
 		rev, err := s.Put("next", "v")
 		require.NoError(t, err)
@@ -142,7 +142,7 @@ func TestOpenErrors(t *testing.T) {
 	bad := append([]byte{}, full...)
 	bad[40] ^= 1
 	require.NoError(t, os.WriteFile(seg, bad, 0o644))
-	_, err = revkv.Open(dir, revkv.StringCodec())
+	_, err = revkv.Open(dir, revkv.StringCodec(), revkv.WithMemory(-1))
 	require.ErrorIs(t, err, revkv.ErrCorrupt)
 	require.ErrorContains(t, err, seg)
 	after, _ := os.ReadFile(seg)
@@ -150,7 +150,7 @@ func TestOpenErrors(t *testing.T) {
 
 	// A value the codec cannot decode.
 	require.NoError(t, os.WriteFile(seg, full, 0o644))
-	_, err = revkv.Open(dir, revkv.JSONCodec[int]())
+	_, err = revkv.Open(dir, revkv.JSONCodec[int](), revkv.WithMemory(-1))
 	require.ErrorIs(t, err, revkv.ErrCorrupt)
 	require.ErrorContains(t, err, "decoding")
 
@@ -159,14 +159,14 @@ func TestOpenErrors(t *testing.T) {
 	binary.LittleEndian.PutUint32(bad[8:], 9)
 	binary.LittleEndian.PutUint32(bad[12:], ^uint32(9))
 	require.NoError(t, os.WriteFile(seg, bad, 0o644))
-	_, err = revkv.Open(dir, revkv.StringCodec())
+	_, err = revkv.Open(dir, revkv.StringCodec(), revkv.WithMemory(-1))
 	require.ErrorIs(t, err, revkv.ErrCorrupt)
 	require.ErrorContains(t, err, "format version 9, written by a newer revkv")
 	require.ErrorIs(t, err, revkv.ErrNewerFormat, "a newer format is not damage")
 	bad = append([]byte{}, full...)
 	bad[10] ^= 1 // version 65537
 	require.NoError(t, os.WriteFile(seg, bad, 0o644))
-	_, err = revkv.Open(dir, revkv.StringCodec())
+	_, err = revkv.Open(dir, revkv.StringCodec(), revkv.WithMemory(-1))
 	require.ErrorIs(t, err, revkv.ErrCorrupt)
 	require.ErrorContains(t, err, "damaged header: its format version reads 65537")
 	require.NotErrorIs(t, err, revkv.ErrNewerFormat, "damage is not a newer format")
@@ -230,7 +230,7 @@ func TestSnapshotRoomForTheLog(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s := openStr(t, dir, revkv.WithCheckpointBytes(1<<40))
+			s := openStr(t, dir, revkv.WithCheckpointBytes(1<<40), revkv.WithMemory(-1)) // unsealed: the log is replayed
 			for i := range 200 {
 				s.Put("a", fmt.Sprint(i))
 				s.Put("b", fmt.Sprint(i))
@@ -245,7 +245,7 @@ func TestSnapshotRoomForTheLog(t *testing.T) {
 				}
 			}
 			require.NoError(t, s.Close())
-			s = openStr(t, dir)
+			s = openStr(t, dir, revkv.WithMemory(-1))
 			defer s.Close()
 			require.GreaterOrEqual(t, revkv.LogCap(s, "a"), c.minA)
 			require.LessOrEqual(t, revkv.LogCap(s, "a"), c.maxA)
@@ -323,7 +323,9 @@ func TestCheckpointsKeepPace(t *testing.T) {
 		}
 		return nil
 	})
-	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithCheckpointBytes(4<<10), revkv.WithSync(revkv.SyncNever))
+	// Unsealed: a sealed store's snapshot holds each key's newest entry
+	// only, and a seal every 4 KiB is what WithCheckpointBytes asks for.
+	s, err := revkv.Open("/db", revkv.StringCodec(), revkv.WithFS(m), revkv.WithCheckpointBytes(4<<10), revkv.WithSync(revkv.SyncNever), revkv.WithMemory(-1))
 	require.NoError(t, err)
 	const revs = 40_000 // ~2 MB of log
 	for i := range revs {

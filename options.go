@@ -24,8 +24,7 @@ type options struct {
 	trimInterval    time.Duration
 	trimSample      int
 	progress        func(Revision)
-	memory          int64 // WithMemory; meaningful when memorySet
-	memorySet       bool
+	memory          int64 // WithMemory (default 256 MiB)
 }
 
 // WithClock sets the clock the store reads for the time of every revision and
@@ -122,28 +121,32 @@ func WithCheckpointBytes(n int64) Option {
 	return func(o *options) { o.checkpointBytes = n }
 }
 
+// DefaultMemory is WithMemory's bound when the option is not given.
+const DefaultMemory = 256 << 20
+
 // WithMemory bounds the history a store on a directory holds in memory
-// beyond each key's newest entry to about bytes: once that much has been
-// logged since the last checkpoint (or WithCheckpointBytes, whichever
-// comes first), a checkpoint seals it, moving it into an immutable
-// segment file that reads open as they need it, and keeps only each
-// key's newest entry in memory and in the snapshot. Every answer is the
-// same with any bound (contract §12). bytes < 0 means no bound: nothing is
-// sealed.
+// beyond each key's newest entry to about bytes (default DefaultMemory,
+// 256 MiB): once a third of that has been logged since the last
+// checkpoint (or WithCheckpointBytes, whichever comes first), a
+// checkpoint seals it, moving it into an immutable segment file that
+// reads open as they need it, and keeps only each key's newest entry in
+// memory and in the snapshot. Close seals what was logged since, so that
+// the next Open reads each key's newest entry and the segments' footers
+// and replays nothing. Every answer is the same with any bound (contract
+// §12). bytes < 0 means no bound: nothing is sealed, and every retained
+// revision stays in memory and in each snapshot.
 //
-// A store seals only when this option is given (the contract's default
-// of 256 MiB waits until times and digests move to disk too:
-// docs/sealed-history.md), and not with WithMaxHistory or WithRetention,
-// whose caps bound memory already. A directory that was sealed is read
-// whole by every Open, with this option or not. New ignores it.
+// A store does not seal under WithMaxHistory or WithRetention, whose caps
+// bound memory already, nor WithReadOnly. A directory that was sealed is
+// read whole by every Open, whatever this option says. New ignores it.
 func WithMemory(bytes int64) Option {
-	return func(o *options) { o.memory, o.memorySet = bytes, true }
+	return func(o *options) { o.memory = bytes }
 }
 
 // seals reports whether a store on a directory with these options seals
 // its history (WithMemory).
 func (o *options) seals() bool {
-	return o.memorySet && o.memory >= 0 && o.maxHistory == 0 && o.retention == 0 && !o.readOnly
+	return o.memory >= 0 && o.maxHistory == 0 && o.retention == 0 && !o.readOnly
 }
 
 // WithFS makes Open keep the store's files in fs instead of the operating
@@ -190,7 +193,7 @@ func WithReadOnly() Option {
 // build applies opts over the defaults and panics, naming the option, on a
 // value no store can honour: that is a programming error, not bad input.
 func build(opts []Option) options {
-	o := options{clock: time.Now, trimSample: 20, syncInterval: time.Second, checkpointBytes: 64 << 20, fs: vfs.OS}
+	o := options{clock: time.Now, trimSample: 20, syncInterval: time.Second, checkpointBytes: 64 << 20, memory: DefaultMemory, fs: vfs.OS}
 	for _, opt := range opts {
 		opt(&o)
 	}

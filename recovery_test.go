@@ -11,11 +11,14 @@ import (
 	"github.com/revkv/revkv"
 )
 
+// The tests of this file damage logs: their stores are unsealed
+// (WithMemory(-1)), so that Close leaves the log.
+
 // logOf writes revisions 1..n to a new directory and returns it and its
 // one log segment.
 func logOf(t *testing.T, n int) (dir, seg string) {
 	dir = t.TempDir()
-	s, err := revkv.Open(dir, revkv.StringCodec())
+	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithMemory(-1))
 	require.NoError(t, err)
 	for range n {
 		_, err := s.Put("k", "a value of some length")
@@ -39,7 +42,7 @@ func TestRecoveryReportsTornTail(t *testing.T) {
 	b[len(b)-3] ^= 0x10
 	require.NoError(t, os.WriteFile(seg, b, 0o644))
 
-	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithReadOnly())
+	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithReadOnly(), revkv.WithMemory(-1))
 	require.NoError(t, err)
 	require.Equal(t, revkv.Revision(9), s.Rev())
 	r, ok := s.Recovery()
@@ -56,7 +59,7 @@ func TestRecoveryReportsTornTail(t *testing.T) {
 	require.Contains(t, r.String(), "left in place")
 	require.NoError(t, s.Close())
 
-	s, err = revkv.Open(dir, revkv.StringCodec())
+	s, err = revkv.Open(dir, revkv.StringCodec(), revkv.WithMemory(-1))
 	require.NoError(t, err)
 	r2, ok := s.Recovery()
 	require.True(t, ok)
@@ -69,7 +72,7 @@ func TestRecoveryReportsTornTail(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, r.Offset, st.Size())
 
-	s, err = revkv.Open(dir, revkv.StringCodec())
+	s, err = revkv.Open(dir, revkv.StringCodec(), revkv.WithMemory(-1))
 	require.NoError(t, err)
 	_, ok = s.Recovery()
 	require.False(t, ok, "a log of whole records reports nothing")
@@ -90,9 +93,9 @@ func TestRecoveryReportsRepair(t *testing.T) {
 	b[40] ^= 0x10 // the first record's payload: the nine after it are whole
 	require.NoError(t, os.WriteFile(seg, b, 0o644))
 
-	_, err = revkv.Open(dir, revkv.StringCodec())
+	_, err = revkv.Open(dir, revkv.StringCodec(), revkv.WithMemory(-1))
 	require.ErrorIs(t, err, revkv.ErrCorrupt)
-	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithRepair())
+	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithRepair(), revkv.WithMemory(-1))
 	require.NoError(t, err)
 	defer s.Close()
 	r, ok := s.Recovery()
@@ -114,7 +117,7 @@ func TestRecoveryTornShort(t *testing.T) {
 	b, err := os.ReadFile(seg)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(seg, b[:len(b)-5], 0o644))
-	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithReadOnly())
+	s, err := revkv.Open(dir, revkv.StringCodec(), revkv.WithReadOnly(), revkv.WithMemory(-1))
 	require.NoError(t, err)
 	defer s.Close()
 	r, ok := s.Recovery()

@@ -1,6 +1,7 @@
 package revkv
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 
@@ -197,9 +198,11 @@ func (s *state[V]) sweptSealed(need map[int64]bool) error {
 // the next digest the segment or the store holds. It returns how many
 // entries it re-hashed; damage is ErrCorrupt naming the segment and the
 // revisions between the last digest that held and the one that broke.
-// progress, if not nil, is called after each segment with the last
-// revision it covers. A store that never sealed, or made by New, has
-// nothing to check.
+// Last, it checks each entry memory keeps that a segment holds too (each
+// key's newest at a seal, from the snapshot, whose link Open does not
+// re-hash) against the segment's copy. progress, if not nil, is called
+// after each segment with the last revision it covers. A store that
+// never sealed, or made by New, has nothing to check.
 func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 	t := s.tierOrNil()
 	if t == nil {
@@ -216,7 +219,55 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 			progress(Revision(t.refs[i].Last))
 		}
 	}
+	if err := s.verifyKept(t); err != nil {
+		return n, &OpError{Op: "verify", Key: s.disk.dir, Err: err}
+	}
 	return n, nil
+}
+
+// verifyKept checks each entry memory keeps that a segment holds too
+// (each key's newest at a seal, which the snapshot carries and Open does
+// not re-hash) against the segment's copy, which verifySegment re-hashed:
+// the same revision, op, time, expiry and value bytes.
+func (s *state[V]) verifyKept(t *sealed[V]) error {
+	last := t.last()
+	s.mu.Lock()
+	keys := s.tree.Clone()
+	s.mu.Unlock()
+	var (
+		zt   zoneTable
+		mine []segment.Entry
+		err  error
+	)
+	keys.Ascend(func(kl *keyLog[V]) bool {
+		mine = mine[:0]
+		kl.mu.RLock()
+		for _, e := range kl.log.Entries() {
+			if e.Rev > last || err != nil {
+				break
+			}
+			x := segmentEntry(kl.key, &e, &s.zones, &zt)
+			if x.Op == segment.Put {
+				x.Value, err = s.disk.codec.Encode(nil, e.Value)
+			}
+			mine = append(mine, x)
+		}
+		kl.mu.RUnlock()
+		for i := 0; i < len(mine) && err == nil; i++ {
+			x := &mine[i]
+			j := t.covering(x.Rev)
+			got, ok, gerr := t.segs[j].Get(x.Key, x.Rev)
+			switch {
+			case gerr != nil:
+				err = corruptSegment(t.refs[j].Name(), gerr)
+			case !ok || got.Rev != x.Rev || got.Op != x.Op || got.Sec != x.Sec || got.Nsec != x.Nsec ||
+				got.HasTTL != x.HasTTL || got.Expires != x.Expires || !bytes.Equal(got.Value, x.Value):
+				err = detail(ErrCorrupt, "", fmt.Sprintf("key %q revision %d: the entry memory keeps is not the one %s holds", x.Key, x.Rev, t.refs[j].Name()))
+			}
+		}
+		return err == nil
+	})
+	return err
 }
 
 // verifySegment re-hashes the tier's i-th segment (VerifySealed).

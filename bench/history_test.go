@@ -29,7 +29,7 @@ var (
 	wReads  = flag.Int("w.reads", 20_000, "GetAt calls at random old revisions after BenchmarkHistoryW's Open")
 	wDir    = flag.String("w.dir", "", "BenchmarkHistoryW writes W(N) here, or reuses it if it holds W(N) already (default: a temporary directory)")
 	wCold   = flag.Bool("w.cold", false, "BenchmarkHistoryW drops the page cache before the Open (Linux, as root)")
-	wMemory = flag.Int64("w.memory", -1, "BenchmarkHistoryW's WithMemory budget in bytes (< 0: not given, everything in memory)")
+	wMemory = flag.Int64("w.memory", 0, "BenchmarkHistoryW's WithMemory bound in bytes (0: not given, the default; -1: everything in memory)")
 	wChild  = os.Getenv("REVKV_W_OPEN") // set in the fresh process that opens the directory
 	wKeys   = 100_000
 	wValue  = []byte("0123456789abcdef")
@@ -103,7 +103,7 @@ func writeW(b *testing.B, dir string, n int) {
 
 // wOptions adds -w.memory's WithMemory to opts.
 func wOptions(opts ...revkv.Option) []revkv.Option {
-	if *wMemory >= 0 {
+	if *wMemory != 0 {
 		opts = append(opts, revkv.WithMemory(*wMemory))
 	}
 	return opts

@@ -44,6 +44,7 @@ func main() {
 		maxHistory  = fs.Int("max-history", 0, "keep at most `N` entries per key (0: all)")
 		retention   = fs.Duration("retention", 0, "forget history older than `DURATION` (0: keep it all)")
 		expiryEvery = fs.Duration("expiry-interval", 100*time.Millisecond, "write the expiries due every `DURATION` (0: only on writes)")
+		memory      = fs.Int64("memory", revkv.DefaultMemory, "with --dir, hold about `BYTES` of history in memory beyond each key's newest entry and seal the rest into segment files (-1: hold it all)")
 		showVersion = fs.Bool("version", false, "print the version and exit")
 		logLevel    = fs.String("log-level", "info", "log at `LEVEL`: debug, info, warn or error")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
@@ -74,7 +75,7 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	opts, err := storeOptions(*syncMode, *maxHistory, *retention, *expiryEvery)
+	opts, err := storeOptions(*syncMode, *maxHistory, *retention, *expiryEvery, *memory)
 	if err != nil {
 		fatal("%v", err)
 	}
@@ -189,7 +190,7 @@ Examples:
 
 // storeOptions turns the flags into the store's options, refusing values
 // the store would panic on.
-func storeOptions(syncMode string, maxHistory int, retention, expiry time.Duration) ([]revkv.Option, error) {
+func storeOptions(syncMode string, maxHistory int, retention, expiry time.Duration, memory int64) ([]revkv.Option, error) {
 	modes := map[string]revkv.SyncMode{"always": revkv.SyncAlways, "interval": revkv.SyncInterval, "never": revkv.SyncNever}
 	mode, ok := modes[syncMode]
 	switch {
@@ -203,7 +204,7 @@ func storeOptions(syncMode string, maxHistory int, retention, expiry time.Durati
 		return nil, fmt.Errorf("--expiry-interval: %v is negative", expiry)
 	}
 	return []revkv.Option{revkv.WithSync(mode), revkv.WithMaxHistory(maxHistory),
-		revkv.WithRetention(retention), revkv.WithExpiryInterval(expiry)}, nil
+		revkv.WithRetention(retention), revkv.WithExpiryInterval(expiry), revkv.WithMemory(memory)}, nil
 }
 
 // port is the port the server listens on, for INFO.

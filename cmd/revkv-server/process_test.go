@@ -235,7 +235,7 @@ func TestStartupLog(t *testing.T) {
 	require.Contains(t, lines[0], `store="in memory"`)
 
 	dir := t.TempDir()
-	s, err := revkv.Open(dir, revkv.BytesCodec())
+	s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithMemory(-1)) // unsealed: Close leaves the log
 	require.NoError(t, err)
 	for range 10 {
 		_, err := s.Put("k", []byte("a value"))

@@ -25,8 +25,8 @@ type clock struct{ now time.Time }
 
 func (c *clock) read() time.Time { return c.now }
 
-// fixture writes the test data directory and closes it. Its history, with
-// the clock advancing from t0 (UTC):
+// fixture writes the test data directory, unsealed, and closes it. Its
+// history, with the clock advancing from t0 (UTC):
 //
 //	rev  time    what
 //	1    +0s     put config/a=v1
@@ -46,9 +46,22 @@ func (c *clock) read() time.Time { return c.now }
 // Live now: bin/blob, config/a, config/c, key with space, session/long.
 func fixture(t *testing.T) string {
 	t.Helper()
+	return fixtureWith(t, revkv.WithMemory(-1)) // unsealed: Close leaves the log
+}
+
+// sealedFixture is fixture written with the default memory bound: its
+// checkpoint seals revisions 1 to 9 and Close seals the rest, so that
+// the directory holds two segments and a snapshot of the newest entries.
+func sealedFixture(t *testing.T) string {
+	t.Helper()
+	return fixtureWith(t)
+}
+
+func fixtureWith(t *testing.T, opts ...revkv.Option) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "data")
 	clk := &clock{now: t0}
-	s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithClock(clk.read))
+	s, err := revkv.Open(dir, revkv.BytesCodec(), append(opts, revkv.WithClock(clk.read))...)
 	require.NoError(t, err)
 	at := func(d time.Duration) { clk.now = t0.Add(d) }
 	put := func(k, v string) {
@@ -108,7 +121,7 @@ func fresh(t *testing.T) string {
 func damaged(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "damaged")
-	s, err := revkv.Open(dir, revkv.BytesCodec())
+	s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithMemory(-1)) // unsealed: the damage is in its log
 	require.NoError(t, err)
 	for i := range 50 {
 		_, err := s.Put(fmt.Sprintf("k%02d", i), []byte("value"))

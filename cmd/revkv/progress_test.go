@@ -103,7 +103,7 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 func bigStore(t *testing.T, revisions int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "big")
-	s, err := revkv.Open(dir, revkv.BytesCodec())
+	s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithMemory(-1)) // unsealed: Open replays its log
 	require.NoError(t, err)
 	for i := 0; i < revisions; i += 1000 {
 		_, err := s.Update(func(tx *revkv.Txn[[]byte]) error {

@@ -104,7 +104,7 @@ func cmdRepair(c *cli, _ []string) error {
 			return fmt.Errorf("repair: cannot keep the torn tail of %s: %v", torn.File, unwrapPath(err))
 		}
 	}
-	s, err = revkv.Open(c.dir, revkv.BytesCodec(), revkv.WithRepair())
+	s, err = revkv.Open(c.dir, revkv.BytesCodec(), revkv.WithRepair(), c.keepTiers())
 	if err != nil {
 		if errors.Is(err, revkv.ErrCorrupt) {
 			return fmt.Errorf("%v; repair cuts only damaged log records, not a damaged snapshot or file header", c.openError(err))

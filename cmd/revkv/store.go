@@ -28,7 +28,7 @@ func (c *cli) open(write bool, p *progress) (*store, error) {
 	if err := isStoreDir(c.dir); err != nil {
 		return nil, err
 	}
-	var opts []revkv.Option
+	opts := []revkv.Option{c.keepTiers()}
 	if !write {
 		opts = append(opts, revkv.WithReadOnly())
 	}
@@ -41,6 +41,19 @@ func (c *cli) open(write bool, p *progress) (*store, error) {
 		return nil, c.openError(err)
 	}
 	return s, nil
+}
+
+// keepTiers is the memory bound that keeps the directory's shape: a
+// directory that was never sealed (no manifest; written with
+// WithMemory(-1), or by a revkv from before sealing) stays unsealed, so
+// that a checkpoint, compaction or repair by the tool does not seal what
+// its owner keeps in the log and snapshots; a sealed one seals as a store
+// with the default bound does.
+func (c *cli) keepTiers() revkv.Option {
+	if _, err := os.Stat(filepath.Join(c.dir, segment.ManifestName)); err == nil {
+		return revkv.WithMemory(revkv.DefaultMemory)
+	}
+	return revkv.WithMemory(-1)
 }
 
 // openRead opens the directory read-only, reporting progress when stderr

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/revkv/revkv"
+	"github.com/revkv/revkv/segment"
 )
 
 // TestInfoShowsTiers: on a directory whose history was sealed twice, with
@@ -55,4 +57,42 @@ func TestInfoShowsTiers(t *testing.T) {
 
 	text = ok(t, "--dir", open, "info")
 	require.Contains(t, text, "sealed       revisions 1-30 in 3 segments", "Close seals the log's tail")
+}
+
+// TestSealedFixtureAgrees: every read command answers the same on the
+// fixture's history written with the default memory bound (sealed, as a
+// store's directory is after Close) as on the unsealed one.
+func TestSealedFixtureAgrees(t *testing.T) {
+	plain, sealed := fixture(t), sealedFixture(t)
+	var info jsonInfo
+	require.NoError(t, json.Unmarshal([]byte(ok(t, "--dir", sealed, "info", "--json")), &info))
+	require.Len(t, info.Tiers.Segments, 2, "the checkpoint at 9 and Close seal")
+	for _, args := range [][]string{
+		{"get", "config/a"}, {"get", "config/a", "--rev", "4"}, {"get", "config/a", "--at", "2024-03-01T12:00:03Z", "--json"},
+		{"history", "config/a", "--json"}, {"history", "session/x"}, {"history", "bin/blob"},
+		{"scan", "--json"}, {"scan", "config/", "--rev", "6"}, {"scan", "--at", "2024-03-01T12:00:16Z"},
+		{"diff", "3", "12", "--json"}, {"diff", "3", "9"}, {"diff", "6", "12", "config/"},
+		{"changes", "--json"}, {"changes", "config/", "--from", "5", "--to", "11"},
+		{"verify"}, {"verify", "--rev", "8", "--digest", digestsOf(t, plain)[8]},
+		{"export"}, {"export", "session/"},
+	} {
+		require.Equal(t, ok(t, append([]string{"--dir", plain}, args...)...), ok(t, append([]string{"--dir", sealed}, args...)...), "%q", args)
+	}
+}
+
+// TestWriteCommandsKeepTiers: checkpoint and compact leave an unsealed
+// directory unsealed (its owner keeps history in the log and snapshots),
+// and a sealed one sealed.
+func TestWriteCommandsKeepTiers(t *testing.T) {
+	plain, sealed := fixture(t), sealedFixture(t)
+	for _, args := range [][]string{{"compact", "4"}, {"checkpoint"}} {
+		ok(t, append([]string{"--dir", plain}, args...)...)
+		ok(t, append([]string{"--dir", sealed}, args...)...)
+	}
+	_, err := os.Stat(filepath.Join(plain, segment.ManifestName))
+	require.ErrorIs(t, err, os.ErrNotExist, "the tool sealed an unsealed directory")
+	var info jsonInfo
+	require.NoError(t, json.Unmarshal([]byte(ok(t, "--dir", sealed, "info", "--json")), &info))
+	require.NotEmpty(t, info.Tiers.Segments)
+	require.Equal(t, ok(t, "--dir", plain, "export"), ok(t, "--dir", sealed, "export"))
 }
