@@ -361,3 +361,56 @@ func TestCloseSeals(t *testing.T) {
 	require.Equal(t, gen, s.disk.manifest.Gen, "a Close with nothing logged sealed again")
 	require.Equal(t, want, s.History("a"))
 }
+
+// TestGetAtReadsTwoBlocks: a GetAt at a random old revision of a store
+// whose history spans memory and many segments reads at most two blocks
+// from the disk once each segment's index is loaded (contract §12.4),
+// and answers as the same history unsealed does. The keys are written
+// round-robin, as in W(N), so every segment holds every key.
+func TestGetAtReadsTwoBlocks(t *testing.T) {
+	const keys, revs = 50, 6000
+	m := vfs.NewMem()
+	opts := []Option{WithFS(m), WithSync(SyncNever)}
+	s, err := Open("/db", StringCodec(), opts...)
+	require.NoError(t, err)
+	for i := 0; i < revs; i += 100 {
+		if i%500 == 0 && i > 0 {
+			require.NoError(t, s.Checkpoint()) // a seal
+		}
+		_, err := s.Update(func(tx *Txn[string]) error {
+			for j := i; j < i+100; j++ {
+				tx.Put(fmt.Sprintf("k/%03d", j%keys), fmt.Sprint(j+1))
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+	s, err = Open("/db", StringCodec(), opts...)
+	require.NoError(t, err)
+	defer s.Close()
+	tier := s.tierOrNil()
+	require.Greater(t, len(tier.segs), 5, "history in many segments")
+	for i := range tier.segs {
+		_, err := tier.meta(i) // loads the index: the one read contract §12.4 leaves out
+		require.NoError(t, err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 2000 {
+		k := rng.IntN(keys)
+		rev := 1 + rng.Int64N(revs)
+		reads := m.Reads()
+		v, ok, err := s.GetAt(fmt.Sprintf("k/%03d", k), Revision(rev))
+		require.NoError(t, err)
+		require.LessOrEqual(t, m.Reads()-reads, int64(2), "GetAt(k/%03d, %d)", k, rev)
+		// The value is the revision of the key's last write at or below rev.
+		last := (rev-1)/keys*keys + int64(k) + 1
+		if last > rev {
+			last -= keys
+		}
+		require.Equal(t, last >= 1, ok, "GetAt(k/%03d, %d)", k, rev)
+		if ok {
+			require.Equal(t, fmt.Sprint(last), v, "GetAt(k/%03d, %d)", k, rev)
+		}
+	}
+}
