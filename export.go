@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"strings"
 
@@ -68,10 +69,23 @@ func (s *state[V]) export(w io.Writer, prefix string) error {
 	// not be.
 	from := max(s.order.Base()-1, 1)
 	lo := s.revs.base
+	// Sealed entries above from are read from the segments in revision
+	// order as their lines are written (sealedInOrder), in bounded memory;
+	// those at or below from, what compactions kept below the floor (a
+	// few a key at most), are gathered here with the entries memory keeps
+	// below lo (each key's newest at a seal, for a sealed store).
+	gather := max(lo, from)
+	var stream exStream[V]
+	if t := s.tierOrNil(); t != nil && from+1 < lo {
+		gather = from + 1
+		var stop func()
+		stream.next, stop = iter.Pull2(ex.sealedInOrder(t, from+1, lo-1))
+		defer stop()
+	}
 	var older []exEntry[V]
 	var err error
 	s.tree.Ascend(func(kl *keyLog[V]) bool {
-		if older, err = ex.olderOf(kl, max(lo, from), older); err != nil {
+		if older, err = ex.olderOf(kl, gather, older); err != nil {
 			return false
 		}
 		for i, e := range kl.log.Entries() {
@@ -103,6 +117,10 @@ func (s *state[V]) export(w io.Writer, prefix string) error {
 			}
 			if j < len(older) && older[j].rev == r {
 				x, kl = &older[j], older[j].kl
+			} else if y, err := stream.at(r); err != nil {
+				return err
+			} else if y != nil {
+				x, kl = y, y.kl
 			}
 		} else if kl = s.revs.at(r); kl != nil {
 			one, ok, err := ex.at(kl, r)
@@ -147,6 +165,66 @@ func (ex *exporter[V]) olderOf(kl *keyLog[V], rev int64, out []exEntry[V]) ([]ex
 		out = append(out, exEntry[V]{kl: kl, rev: int64(e.Rev), e: e, first: isFirst(kl, int64(e.Rev))})
 	}
 	return out, nil
+}
+
+// sealedInOrder yields, in revision order, the entries of the tier's
+// segments with lo <= Rev <= hi that the keys' logs count on and do not
+// hold themselves (a key's newest at a seal is in its log too, and
+// gathered from there): one segment at a time, through its locators.
+func (ex *exporter[V]) sealedInOrder(t *sealed[V], lo, hi int64) iter.Seq2[exEntry[V], error] {
+	s := ex.s
+	return func(yield func(exEntry[V], error) bool) {
+		for i, ref := range t.refs {
+			if ref.Last < lo || ref.First > hi {
+				continue
+			}
+			for x, err := range t.segs[i].Revisions(max(lo, ref.First), min(hi, ref.Last)) {
+				if err != nil {
+					yield(exEntry[V]{}, corruptSegment(ref.Name(), err))
+					return
+				}
+				kl := s.lookupLocked(x.Key)
+				if kl == nil || x.Rev < kl.log.SealedFrom() || x.Rev >= kl.log.SealedBelow() {
+					continue
+				}
+				e, err := s.publicEntry(t, i, &x)
+				if err != nil {
+					yield(exEntry[V]{}, err)
+					return
+				}
+				if !yield(exEntry[V]{kl: kl, rev: x.Rev, e: e, first: isFirst(kl, x.Rev)}, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// exStream is sealedInOrder pulled a revision at a time.
+type exStream[V any] struct {
+	next func() (exEntry[V], error, bool) // nil: none, or done
+	cur  exEntry[V]
+	ok   bool // cur holds the next entry
+}
+
+// at returns the stream's entry of revision r, if it has one, moving past
+// the revisions below r; r only grows from one call to the next.
+func (st *exStream[V]) at(r int64) (*exEntry[V], error) {
+	for st.next != nil && (!st.ok || st.cur.rev < r) {
+		e, err, more := st.next()
+		if !more {
+			st.next, st.ok = nil, false
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		st.cur, st.ok = e, true
+	}
+	if st.ok && st.cur.rev == r {
+		return &st.cur, nil
+	}
+	return nil, nil
 }
 
 // at returns kl's entry of revision r, from its log or the tier.
