@@ -20,8 +20,8 @@ import (
 // log; sealed (the default), Close sealed the log into segments, and a
 // flip there may also surface as a read's ErrCorrupt (contract §12.7).
 func TestBitFlips(t *testing.T) {
-	t.Run("unsealed", func(t *testing.T) { bitFlips(t, revkv.WithMemory(-1)) })
-	t.Run("sealed", func(t *testing.T) { bitFlips(t) })
+	t.Run("unsealed", func(t *testing.T) { t.Parallel(); bitFlips(t, revkv.WithMemory(-1)) })
+	t.Run("sealed", func(t *testing.T) { t.Parallel(); bitFlips(t) })
 }
 
 func bitFlips(t *testing.T, opts ...revkv.Option) {

@@ -113,8 +113,8 @@ func TestChainDigestKept(t *testing.T) {
 // every answer the chain covers as it was, or, in a sealed store's copy of
 // an entry a segment holds too, makes VerifySealed fail with ErrCorrupt.
 func TestChainFlip(t *testing.T) {
-	t.Run("unsealed", func(t *testing.T) { chainFlip(t, revkv.WithMemory(-1)) })
-	t.Run("sealed", func(t *testing.T) { chainFlip(t) })
+	t.Run("unsealed", func(t *testing.T) { t.Parallel(); chainFlip(t, revkv.WithMemory(-1)) })
+	t.Run("sealed", func(t *testing.T) { t.Parallel(); chainFlip(t) })
 }
 
 func chainFlip(t *testing.T, opts ...revkv.Option) {

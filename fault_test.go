@@ -447,51 +447,57 @@ func TestCrashAtEveryOperation(t *testing.T) {
 		mode   revkv.SyncMode
 		sealed bool // checkpoints seal: crashes land in segments and manifests too
 	}{{revkv.SyncAlways, false}, {revkv.SyncNever, false}, {revkv.SyncAlways, true}} {
-		mode := run.mode
-		opts := []revkv.Option{revkv.WithSync(mode), revkv.WithMemory(-1)}
-		if run.sealed {
-			opts[1] = revkv.WithMemory(1 << 40) // seal at the workload's own checkpoints and Close alone
-		}
-		// Count the operations of a run without a crash.
-		m := vfs.NewMem()
-		s, err := revkv.Open("/db", revkv.StringCodec(), append(opts, revkv.WithFS(m))...)
-		require.NoError(t, err)
-		faultWorkload(t, s, nil)
-		require.NoError(t, s.Close())
-		total := m.Ops()
-		for k := 0; k <= total; k++ {
-			for _, seed := range []uint64{0, 2*uint64(k) + 1, 2*uint64(k) + 2} {
-				var rng *rand.Rand
-				if seed != 0 {
-					rng = rand.New(rand.NewPCG(seed, uint64(mode)))
-				}
-				what := fmt.Sprintf("mode %d, crash after operation %d of %d, seed %d", mode, k, total, seed)
-				m := vfs.NewMem()
-				m.CrashAfter(k, rng)
-				var acked int64
-				s, err := revkv.Open("/db", revkv.StringCodec(), append(opts, revkv.WithFS(m))...)
-				if err != nil {
-					require.ErrorIs(t, err, vfs.ErrCrashed, "%s: Open", what)
-				} else {
-					acked, _ = faultWorkload(t, s, vfs.ErrCrashed)
-					s.Close()
-				}
-				crashed := m.Crashed()
-				if crashed == nil { // after the last operation
-					require.Equal(t, total, k, "%s: the crash struck", what)
-					crashed = m.Crash(rng)
-				}
-				s, err = revkv.Open("/db", revkv.StringCodec(), append(opts, revkv.WithFS(crashed))...)
-				require.NoError(t, err, "%s: reopen\n%s", what, crashed)
-				if mode == revkv.SyncAlways {
-					require.GreaterOrEqual(t, int64(s.Rev()), acked, "%s: every acknowledged revision survives", what)
-				}
-				checkCrashHistory(t, s)
-				require.NoError(t, s.Close())
-			}
-		}
-		t.Logf("mode %d, sealed %v: crashed after each of %d operations", mode, run.sealed, total)
+		t.Run(fmt.Sprintf("mode=%d/sealed=%v", run.mode, run.sealed), func(t *testing.T) {
+			t.Parallel() // each run has its own file systems: two at once
+			crashAtEveryOperation(t, run.mode, run.sealed)
+		})
 	}
+}
+
+func crashAtEveryOperation(t *testing.T, mode revkv.SyncMode, sealed bool) {
+	opts := []revkv.Option{revkv.WithSync(mode), revkv.WithMemory(-1)}
+	if sealed {
+		opts[1] = revkv.WithMemory(1 << 40) // seal at the workload's own checkpoints and Close alone
+	}
+	// Count the operations of a run without a crash.
+	m := vfs.NewMem()
+	s, err := revkv.Open("/db", revkv.StringCodec(), append(opts, revkv.WithFS(m))...)
+	require.NoError(t, err)
+	faultWorkload(t, s, nil)
+	require.NoError(t, s.Close())
+	total := m.Ops()
+	for k := 0; k <= total; k++ {
+		for _, seed := range []uint64{0, 2*uint64(k) + 1, 2*uint64(k) + 2} {
+			var rng *rand.Rand
+			if seed != 0 {
+				rng = rand.New(rand.NewPCG(seed, uint64(mode)))
+			}
+			what := fmt.Sprintf("mode %d, crash after operation %d of %d, seed %d", mode, k, total, seed)
+			m := vfs.NewMem()
+			m.CrashAfter(k, rng)
+			var acked int64
+			s, err := revkv.Open("/db", revkv.StringCodec(), append(opts, revkv.WithFS(m))...)
+			if err != nil {
+				require.ErrorIs(t, err, vfs.ErrCrashed, "%s: Open", what)
+			} else {
+				acked, _ = faultWorkload(t, s, vfs.ErrCrashed)
+				s.Close()
+			}
+			crashed := m.Crashed()
+			if crashed == nil { // after the last operation
+				require.Equal(t, total, k, "%s: the crash struck", what)
+				crashed = m.Crash(rng)
+			}
+			s, err = revkv.Open("/db", revkv.StringCodec(), append(opts, revkv.WithFS(crashed))...)
+			require.NoError(t, err, "%s: reopen\n%s", what, crashed)
+			if mode == revkv.SyncAlways {
+				require.GreaterOrEqual(t, int64(s.Rev()), acked, "%s: every acknowledged revision survives", what)
+			}
+			checkCrashHistory(t, s)
+			require.NoError(t, s.Close())
+		}
+	}
+	t.Logf("mode %d, sealed %v: crashed after each of %d operations", mode, sealed, total)
 }
 
 // storeOf20 opens a store on a new in-memory file system and writes

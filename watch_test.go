@@ -317,60 +317,67 @@ func TestWatchFollowsItsAdvice(t *testing.T) {
 		seeds = 8
 	}
 	for seed := range seeds {
-		rng := rand.New(rand.NewSource(seed))
-		opts := []revkv.Option{revkv.WithFS(vfs.NewMem())}
-		if seed%2 == 0 {
-			opts = append(opts, revkv.WithMaxHistory(1+rng.Intn(3)))
-		}
-		open := func() *revkv.Store[string] {
-			s, err := revkv.Open("/d", revkv.StringCodec(), opts...)
-			require.NoError(t, err)
-			return s
-		}
-		s := open()
-		var dels []revkv.Revision
-		for step := range 150 {
-			k := fmt.Sprint("k", rng.Intn(6))
-			switch r := rng.Intn(20); {
-			case r < 10:
-				_, err := s.Put(k, "v")
-				require.NoError(t, err)
-			case r < 14:
-				if rev, err := s.Delete(k); err == nil {
-					dels = append(dels, rev)
-				}
-			case r < 16 && len(dels) > 0: // at a delete: its tombstone is at the compaction
-				require.NoError(t, s.Compact(dels[rng.Intn(len(dels))]))
-			case r < 17 && s.Rev() > 0:
-				require.NoError(t, s.Compact(revkv.Revision(1+rng.Int63n(int64(s.Rev())))))
-			case r < 18:
-				s.Trim()
-			case r < 19:
-				require.NoError(t, s.Close())
-				s = open()
-			}
-			what := fmt.Sprintf("seed %d step %d", seed, step)
-			if s.Rev() == 0 {
-				continue
-			}
-			floor := max(s.Floor(), 1)
-			revs, err := watchRevs(s, floor)
-			require.NoError(t, err, "%s: a watch from Floor %d", what, s.Floor())
-			for i, r := range revs { // with every key watched, every revision from Floor on, once
-				require.Equal(t, floor+revkv.Revision(i), r, "%s: a watch from Floor %d skipped or repeated", what, floor)
-			}
-			require.Len(t, revs, int(s.Rev()-floor+1), "%s: a watch from Floor %d", what, floor)
-			for from := revkv.Revision(1); from <= s.Rev(); from++ {
-				var oe *revkv.OpError
-				if err := watchToHead(s, from); errors.As(err, &oe) {
-					require.ErrorIs(t, err, revkv.ErrCompacted)
-					require.Contains(t, err.Error(), fmt.Sprint("restart from revision ", oe.Rev), "the text names the restart revision")
-					require.NoError(t, watchToHead(s, oe.Rev), "%s: from %d: %v; again from the revision it named", what, from, err)
-				}
-			}
-		}
-		require.NoError(t, s.Close())
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel() // each seed has its own store: two run at once
+			watchFollowsItsAdvice(t, seed)
+		})
 	}
+}
+
+func watchFollowsItsAdvice(t *testing.T, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	opts := []revkv.Option{revkv.WithFS(vfs.NewMem())}
+	if seed%2 == 0 {
+		opts = append(opts, revkv.WithMaxHistory(1+rng.Intn(3)))
+	}
+	open := func() *revkv.Store[string] {
+		s, err := revkv.Open("/d", revkv.StringCodec(), opts...)
+		require.NoError(t, err)
+		return s
+	}
+	s := open()
+	var dels []revkv.Revision
+	for step := range 150 {
+		k := fmt.Sprint("k", rng.Intn(6))
+		switch r := rng.Intn(20); {
+		case r < 10:
+			_, err := s.Put(k, "v")
+			require.NoError(t, err)
+		case r < 14:
+			if rev, err := s.Delete(k); err == nil {
+				dels = append(dels, rev)
+			}
+		case r < 16 && len(dels) > 0: // at a delete: its tombstone is at the compaction
+			require.NoError(t, s.Compact(dels[rng.Intn(len(dels))]))
+		case r < 17 && s.Rev() > 0:
+			require.NoError(t, s.Compact(revkv.Revision(1+rng.Int63n(int64(s.Rev())))))
+		case r < 18:
+			s.Trim()
+		case r < 19:
+			require.NoError(t, s.Close())
+			s = open()
+		}
+		what := fmt.Sprintf("seed %d step %d", seed, step)
+		if s.Rev() == 0 {
+			continue
+		}
+		floor := max(s.Floor(), 1)
+		revs, err := watchRevs(s, floor)
+		require.NoError(t, err, "%s: a watch from Floor %d", what, s.Floor())
+		for i, r := range revs { // with every key watched, every revision from Floor on, once
+			require.Equal(t, floor+revkv.Revision(i), r, "%s: a watch from Floor %d skipped or repeated", what, floor)
+		}
+		require.Len(t, revs, int(s.Rev()-floor+1), "%s: a watch from Floor %d", what, floor)
+		for from := revkv.Revision(1); from <= s.Rev(); from++ {
+			var oe *revkv.OpError
+			if err := watchToHead(s, from); errors.As(err, &oe) {
+				require.ErrorIs(t, err, revkv.ErrCompacted)
+				require.Contains(t, err.Error(), fmt.Sprint("restart from revision ", oe.Rev), "the text names the restart revision")
+				require.NoError(t, watchToHead(s, oe.Rev), "%s: from %d: %v; again from the revision it named", what, from, err)
+			}
+		}
+	}
+	require.NoError(t, s.Close())
 }
 
 // watchToHead watches every key from from up to the store's latest
