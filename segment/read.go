@@ -22,6 +22,8 @@ type Reader struct {
 	f      []byte       // the footer's bytes: the index's and the meta's place and checksums
 	reads  atomic.Int64 // blocks read from r, for tests and stats
 
+	lastTimes atomic.Pointer[timesBlock] // the last time block read (times.go)
+
 	// once loads fences, tFences and meta, or sets ixErr; none of them
 	// changes after.
 	once    sync.Once

@@ -407,3 +407,21 @@ func TestRevisions(t *testing.T) {
 		}
 	}
 }
+
+// TestTimesReadOnce: TimeOf for every revision in order reads each time
+// block once (the last one read is kept), as an export or a watch from an
+// old revision asks for them.
+func TestTimesReadOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	const n = 3*timesPerBlock + 17
+	es := randomEntries(rng, n)
+	file := build(t, es, n, DefaultBlockSize)
+	r, err := Open(bytes.NewReader(file), int64(len(file)))
+	require.NoError(t, err)
+	before := r.BlocksRead()
+	for rev := int64(1); rev <= n; rev++ {
+		_, _, err := r.TimeOf(rev)
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(4), r.BlocksRead()-before, "four time blocks, each read once")
+}

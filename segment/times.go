@@ -146,6 +146,28 @@ func (sr *Reader) times(i int) ([][2]int64, []int32, error) {
 	if err := sr.Load(); err != nil {
 		return nil, nil, err
 	}
+	if c := sr.lastTimes.Load(); c != nil && c.i == i {
+		return c.ts, c.locs, nil
+	}
+	ts, locs, err := sr.readTimes(i)
+	if err == nil {
+		sr.lastTimes.Store(&timesBlock{i, ts, locs})
+	}
+	return ts, locs, err
+}
+
+// timesBlock is a time block as times returns it; the last one read is
+// kept (Reader.lastTimes), so that a walk through revisions in order (an
+// export, a watch from an old revision) decodes each block once, not once
+// a revision. Its slices are never changed.
+type timesBlock struct {
+	i    int
+	ts   [][2]int64
+	locs []int32
+}
+
+// readTimes reads and decodes time block i (times).
+func (sr *Reader) readTimes(i int) ([][2]int64, []int32, error) {
 	f := sr.tFences[i]
 	buf := make([]byte, f.len)
 	sr.reads.Add(1)
