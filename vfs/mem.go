@@ -144,7 +144,8 @@ func (m *Mem) Ops() int {
 }
 
 // SetFault installs hook, called before every operation with its kind and
-// file name; an error it returns fails the operation. A failed write first
+// file name, one call at a time, under the file system's lock (it must not
+// call the file system); an error it returns fails the operation. A failed write first
 // writes half of its bytes (a short write), as a full disk may. A nil hook
 // removes it.
 func (m *Mem) SetFault(hook func(op Op, name string) error) {
@@ -368,12 +369,13 @@ type memReaderAt struct {
 func (r *memReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	r.m.mu.Lock()
 	r.m.reads++
-	hook := r.m.fault
+	var err error
+	if r.m.fault != nil { // under the lock, as every other operation's hook
+		err = r.m.fault(OpReadAt, r.name)
+	}
 	r.m.mu.Unlock()
-	if hook != nil {
-		if err := hook(OpReadAt, r.name); err != nil {
-			return 0, &fs.PathError{Op: "readat", Path: r.name, Err: err}
-		}
+	if err != nil {
+		return 0, &fs.PathError{Op: "readat", Path: r.name, Err: err}
 	}
 	return r.r.ReadAt(p, off)
 }
