@@ -181,17 +181,17 @@ func writeChain[V any](w *wal.SnapshotWriter, digests *chain.Seq, notes []noteSp
 // a compaction moved the floor meanwhile: entries below the new floor may
 // need digests the old need did not name.
 func (s *state[V]) dropUnneeded(base int64, apply func(c *chain.Seq, need map[int64]bool)) {
-	s.mu.Lock()
+	s.lockQuiet()
 	for {
 		keys, floor := s.tree.Clone(), s.floor.Load()
-		s.mu.Unlock()
+		s.unlockQuiet()
 		need := s.olderNeeded(keys, base)
-		s.mu.Lock()
+		s.lockQuiet()
 		if s.floor.Load() == floor {
 			s.disk.chainMu.Lock()
 			apply(s.disk.chain, need)
 			s.disk.chainMu.Unlock()
-			s.mu.Unlock()
+			s.unlockQuiet()
 			return
 		}
 	}

@@ -95,16 +95,16 @@ func (s *state[V]) checkpointLocked(closing bool) error {
 // is under way.
 func (s *state[V]) pin(closing bool) (*pinned[V], error) {
 	d := s.disk
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lockQuiet()
+	defer s.unlockQuiet()
 	for s.sweepsDue > 0 && s.opts.seals() && !s.closed {
 		// A compaction's walk is under way: its sweep rehashes the
 		// sealed digests its kept entries need before the annotations
 		// go. The snapshot takes the chain after it, or it would hold
 		// the new floor without them.
-		s.mu.Unlock()
+		s.unlockQuiet()
 		time.Sleep(time.Millisecond)
-		s.mu.Lock()
+		s.lockQuiet()
 	}
 	switch {
 	case closing && (s.sweepsDue > 0 || d.logged.Load() == 0):

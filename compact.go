@@ -37,27 +37,27 @@ const noPin = math.MaxInt64 // oldestPin when no view is open
 // every key's entry visible at rev: reads by time between that and rev's
 // own time are answered from the entries kept, and are exact.
 func (s *Store[V]) Compact(rev Revision) error {
-	s.mu.Lock()
+	s.lockQuiet()
 	if s.closed {
-		s.mu.Unlock()
+		s.unlockQuiet()
 		return revErr("compact", rev, "at", rev, ErrClosed)
 	}
 	if h := s.order.Head(); int64(rev) > h.Rev {
-		s.mu.Unlock()
+		s.unlockQuiet()
 		return revErr("compact", rev, "at", rev, detail(ErrFutureRevision, "latest is", h.Rev))
 	}
 	if int64(rev) <= s.compactRev {
-		s.mu.Unlock()
+		s.unlockQuiet()
 		return nil
 	}
 	if err := s.dur.err(); err != nil {
-		s.mu.Unlock()
+		s.unlockQuiet()
 		return revErr("compact", rev, "at", rev, err)
 	}
 	s.compactLocked(int64(rev))
 	s.sweepsDue++
 	keys := s.tree.Clone()
-	s.mu.Unlock()
+	s.unlockQuiet()
 	s.walk(keys, s.compactKeyLocked)
 	s.sweepNotes()
 	if err := s.dur.upkept(); err != nil {
@@ -73,19 +73,19 @@ func (s *Store[V]) Compact(rev Revision) error {
 // the number of entries dropped; 0 after Close. It takes the write lock for
 // one key at a time.
 func (s *Store[V]) Trim() int {
-	s.mu.Lock()
+	s.lockQuiet()
 	if s.closed || s.dur.err() != nil {
-		s.mu.Unlock()
+		s.unlockQuiet()
 		return 0
 	}
 	s.compactByRetentionLocked()
 	if s.compactRev == 0 && s.opts.maxHistory == 0 {
-		s.mu.Unlock()
+		s.unlockQuiet()
 		return 0 // nothing can be over a cap
 	}
 	s.sweepsDue++
 	keys := s.tree.Clone()
-	s.mu.Unlock()
+	s.unlockQuiet()
 	n := s.walk(keys, s.upkeepKeyLocked)
 	s.sweepNotes()
 	s.dur.upkept() // a failure stops writes, and Close returns it
@@ -123,8 +123,8 @@ func (t trimTarget[V]) Slot(i uint64) (*keyLog[V], bool) {
 // that key alone.
 func (t trimTarget[V]) Trim(kl *keyLog[V]) bool {
 	s := t.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lockQuiet()
+	defer s.unlockQuiet()
 	if s.closed || s.dur.err() != nil {
 		return false
 	}
@@ -137,9 +137,9 @@ func (t trimTarget[V]) Trim(kl *keyLog[V]) bool {
 func (s *state[V]) walk(keys *btree.BTreeG[*keyLog[V]], f func(*keyLog[V]) int) int {
 	n := 0
 	keys.Ascend(func(kl *keyLog[V]) bool {
-		s.mu.Lock()
+		s.lockQuiet()
 		n += f(kl)
-		s.mu.Unlock()
+		s.unlockQuiet()
 		return true
 	})
 	return n

@@ -14,7 +14,8 @@ import "time"
 //
 // record, committed, cap, pending, trimmed and compacted run under the
 // write lock; release and abandon are called holding it and let it go;
-// the others take it themselves or need not.
+// quiesce is called before it is taken, resume after it is let go; the
+// others take it themselves or need not.
 type durability[V any] interface {
 	// write runs one write call (writeLocked) under the write lock.
 	write(s *state[V], key string, x expiry, op writeOp[V]) (rev Revision, cur int64, err error)
@@ -55,6 +56,19 @@ type durability[V any] interface {
 	// swept follows a walk of Compact or Trim over every key, under the
 	// write lock: what forget kept for the entries it dropped can go.
 	swept(s *state[V])
+	// quiesce waits for the group commit in flight, if any, and keeps the
+	// next one from starting until resume. A drain writes and syncs its
+	// records with the write lock let go, its commits applied to the keys'
+	// logs but not yet published (group.go): what changes history outside
+	// a drain (compaction, trims, seals, checkpoints, Close), and the few
+	// readers of what a drain changes before it publishes (Len, Export),
+	// take the write lock between quiesce and resume (lockQuiet).
+	quiesce()
+	resume()
+	// unpublishedLocked returns what a drain's unpublished commits added
+	// to liveKeys and to the expiries due at now (Len); 0, 0 but while a
+	// drain writes and syncs.
+	unpublishedLocked(s *state[V], now int64) (live, due int)
 	// upkept makes the compactions and trims logged so far durable, where
 	// the sync mode says writes are durable when they return.
 	upkept() error
@@ -99,6 +113,9 @@ func (memory[V]) hideSealed(*state[V], *keyLog[V], int64) int           { return
 func (memory[V]) compacted(*state[V], int64, time.Time)                 {}
 func (memory[V]) forget(*state[V], int64)                               {}
 func (memory[V]) swept(*state[V])                                       {}
+func (memory[V]) quiesce()                                              {}
+func (memory[V]) resume()                                               {}
+func (memory[V]) unpublishedLocked(*state[V], int64) (int, int)         { return 0, 0 }
 func (memory[V]) upkept() error                                         { return nil }
 func (memory[V]) err() error                                            { return nil }
 func (memory[V]) sync() error                                           { return nil }

@@ -21,9 +21,10 @@ import (
 //   - Every write call, Update and purge is a request, in every sync mode.
 //     Requests queue, and the first writer to find no leader drains the
 //     queue: under the write lock it runs each request in turn (each sees
-//     the ones before it), hands their records to the operating system with
-//     one write(2), syncs once (SyncAlways only), and only then publishes
-//     their revisions to readers, in order. So writers that arrive together
+//     the ones before it); with the lock let go, it hands their records to
+//     the operating system with one write(2) and syncs once (SyncAlways
+//     only); and only then, under the lock again, publishes their
+//     revisions to readers, in order. So writers that arrive together
 //     share a write and a sync; no write returns, and no reader sees a
 //     revision, before its record is in the operating system's hands (a
 //     crash of the process alone loses nothing acknowledged, in any mode),
@@ -69,7 +70,12 @@ type disk[V any] struct {
 	queue   []*request[V]
 	leading bool
 
-	// Guarded by state.mu.
+	// drainMu is held by a drain's leader from its first request to its
+	// publication, across its write and sync, and by quiesce (lockQuiet):
+	// taken after ckptMu and before state.mu.
+	drainMu sync.Mutex
+
+	// Guarded by state.mu, and changed only by the drain lock's holder.
 	group       []*request[V]         // the requests of the running drain, the leader's first
 	unpublished []change[V]           // the drain's commits, in order, to publish
 	newKeys     map[string]*keyLog[V] // keys the drain created, not yet in the index
@@ -284,6 +290,11 @@ func (d *disk[V]) sync() error {
 	}
 	return nil
 }
+
+// quiesce waits for the drain in flight and holds off the next (group.go).
+func (d *disk[V]) quiesce() { d.drainMu.Lock() }
+
+func (d *disk[V]) resume() { d.drainMu.Unlock() }
 
 // upkept syncs the compactions and trims logged so far under SyncAlways,
 // so that a Compact or Trim is on stable storage when it returns, as a

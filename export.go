@@ -36,8 +36,8 @@ func (s *Store[V]) Export(w io.Writer, prefix string) error {
 }
 
 func (s *state[V]) export(w io.Writer, prefix string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lockQuiet()
+	defer s.unlockQuiet()
 	if s.closed {
 		return ErrClosed
 	}

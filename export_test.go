@@ -18,8 +18,8 @@ import (
 //     with a TTL, at that ExpiresAt, and none of them is due at the head's time;
 //   - Floor() is max(compactRev, trimFloor).
 func (s *Store[V]) Check() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lockQuiet()
+	defer s.unlockQuiet()
 	h := s.order.Head()
 	inIndex := 0
 	for k, x := range s.index {

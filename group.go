@@ -1,16 +1,26 @@
 package revkv
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/revkv/revkv/revlog"
+)
 
 // The group commit of a store on a directory (see durable.go for what it
 // promises). Write calls queue as requests; the first to find no leader
-// leads a drain of the queue: under the write lock it runs each request in
-// turn (commits assign revisions, durability.record buffers their records,
-// committed collects them in pending), writes the buffer with one write(2),
-// syncs once under SyncAlways, and only then publishes the group, with
-// publishLocked, in one step. The leader's own request is always the first
-// of its group: a leader is the first writer to find the queue empty, or
-// the one at its head when the lead is handed on.
+// leads a drain of the queue. Holding the drain lock (disk.drainMu) from
+// start to end, it runs each request in turn under the write lock
+// (commits assign revisions, durability.record buffers their records,
+// committed collects them in unpublished), then lets go of the write lock
+// while it writes the buffer with one write(2) and syncs once under
+// SyncAlways, and takes it again to publish the group, with
+// publishLocked, in one step. So no reader ever waits for the disk: a
+// view opened meanwhile is at the head before the group, whose entries
+// sit in the keys' logs above it, unseen. What must not run beside a
+// drain (a compaction, a trim, a seal, a checkpoint) takes the drain lock
+// first (lockQuiet). The leader's own request is always the first of its
+// group: a leader is the first writer to find the queue empty, or the one
+// at its head when the lead is handed on.
 
 // request is one write call in the queue: a single write (key, x, op),
 // which the leader runs, or a turn (turn != nil: Update, a purge batch),
@@ -113,15 +123,16 @@ func (d *disk[V]) join(s *state[V], r *request[V]) bool {
 	d.queue = nil
 	d.qmu.Unlock()
 	r.leading = true
+	d.drainMu.Lock()
 	s.mu.Lock()
 	d.group = group
 	return true
 }
 
 // finish ends the drain that the leader r began in join: it runs the rest
-// of the group, logs it with one write and (under SyncAlways) one sync, and
-// publishes it; then it lets go of the write lock, wakes the group and
-// hands the lead on.
+// of the group, logs it with one write and (under SyncAlways) one sync
+// with the write lock let go, and publishes it; then it lets go of both
+// locks, wakes the group and hands the lead on.
 func (d *disk[V]) finish(s *state[V], r *request[V]) {
 	group := d.group
 	for _, q := range group[1:] {
@@ -135,7 +146,16 @@ func (d *disk[V]) finish(s *state[V], r *request[V]) {
 			s.runRequest(q)
 		}
 	}
-	if err := d.flush(s); err != nil {
+	err := d.err()
+	if err == nil {
+		d.logDeferredTrimsLocked()
+	}
+	s.mu.Unlock()
+	if err == nil {
+		err = d.flush()
+	}
+	s.mu.Lock()
+	if err != nil {
 		for _, q := range group {
 			if q.err == nil && q.panicked == nil {
 				q.rev, q.err = 0, err
@@ -147,6 +167,7 @@ func (d *disk[V]) finish(s *state[V], r *request[V]) {
 	}
 	d.group = nil // group is the queue's old array: it goes with this drain
 	s.mu.Unlock()
+	d.drainMu.Unlock()
 	for _, q := range group[1:] {
 		close(q.done)
 	}
@@ -163,12 +184,10 @@ func (d *disk[V]) finish(s *state[V], r *request[V]) {
 }
 
 // flush writes the drain's records (the cuts its commits deferred
-// included) with one write(2), and syncs them under SyncAlways.
-func (d *disk[V]) flush(s *state[V]) error {
-	if err := d.err(); err != nil {
-		return err
-	}
-	d.logDeferredTrimsLocked()
+// included) with one write(2), and syncs them under SyncAlways. It runs
+// with the write lock let go: the writer has locks of its own, and only
+// the drain buffers records while it holds the drain lock.
+func (d *disk[V]) flush() error {
 	if d.w.Buffered() == 0 {
 		return nil
 	}
@@ -230,6 +249,43 @@ func (d *disk[V]) publishLocked(s *state[V]) {
 	d.applyDeferredTrimsLocked(s)
 }
 
+// unpublished returns, while a drain writes and syncs, what its commits
+// changed of liveKeys and of the expiries due at now, so that Len counts
+// the published state (store.go's invariant holds of the published state
+// plus these). It compares each key the drain wrote at its newest entry
+// and at the head: O(the drain's changes), and only in that window.
+func (d *disk[V]) unpublishedLocked(s *state[V], now int64) (live, due int) {
+	if len(d.unpublished) == 0 {
+		return 0, 0
+	}
+	h := s.order.Head().Rev
+	seen := make(map[*keyLog[V]]bool, len(d.unpublished))
+	for i := range d.unpublished {
+		kl := d.unpublished[i].kl
+		if seen[kl] {
+			continue
+		}
+		seen[kl] = true
+		last, _ := kl.log.Last()
+		pub, st := kl.log.At(h)
+		var was *revlog.Entry[V]
+		if st == revlog.Found {
+			was = &pub
+		}
+		live += liveAndDue(last, now, false) - liveAndDue(was, now, false)
+		due += liveAndDue(last, now, true) - liveAndDue(was, now, true)
+	}
+	return live, due
+}
+
+// liveAndDue is 1 if e is an OpPut (whose TTL is due at now, if due), else 0.
+func liveAndDue[V any](e *revlog.Entry[V], now int64, due bool) int {
+	if e == nil || e.Op != revlog.Put || due && (!e.HasTTL || e.Expires > now) {
+		return 0
+	}
+	return 1
+}
+
 // discardLocked forgets a failed drain: nothing of it is published, and
 // the store writes no more.
 func (d *disk[V]) discardLocked() {
@@ -262,11 +318,21 @@ func (d *disk[V]) cap(s *state[V], kl *keyLog[V]) {
 }
 
 // applyDeferredTrimsLocked drops what cap counted, once the drain is
-// published; logDeferredTrimsLocked logged it.
+// published; logDeferredTrimsLocked logged it. A view opened while the
+// drain synced may need an entry cap counted: it is kept, with all after
+// it, until a trim after the view closes (the log's cut, which a replay
+// makes, is then the one a trim would make with no view open).
 func (d *disk[V]) applyDeferredTrimsLocked(s *state[V]) {
 	for _, kl := range d.trims {
+		es := kl.log.Entries()
+		if i := sort.Search(len(es), func(i int) bool { return es[i].Rev > s.oldestPin }) - 1; i < kl.drop {
+			kl.drop = max(i, 0)
+		}
+		if kl.drop == 0 {
+			continue
+		}
 		kl.mu.Lock()
-		lo := kl.log.Entries()[kl.drop].Rev
+		lo := es[kl.drop].Rev
 		kl.log.DropBefore(lo)
 		kl.mu.Unlock()
 		kl.drop = 0

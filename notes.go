@@ -240,8 +240,8 @@ func (s *state[V]) forgetNotesLocked(floor int64) {
 // a compaction or trim pass, and has durability do the same for the
 // chain's digests.
 func (s *state[V]) sweepNotes() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lockQuiet()
+	defer s.unlockQuiet()
 	s.dur.swept(s)
 	s.sweepNotesLocked()
 	s.sweepsDue--

@@ -130,8 +130,9 @@ func (s *Store[V]) Len() int {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.order.Now(s.order.Head())
-	return s.liveKeys - s.expiry.CountDue(ttl.Nanos(now))
+	now := ttl.Nanos(s.order.Now(s.order.Head()))
+	live, due := s.dur.unpublishedLocked(s.state, now) // a drain syncing: not yet readers'
+	return s.liveKeys - live - (s.expiry.CountDue(now) - due)
 }
 
 // History returns key's retained entries, oldest first, tombstones (OpDelete,

@@ -106,8 +106,10 @@ func (d *disk[V]) writeNow(kind wal.Kind, payload []byte) {
 
 // logDeferredTrimsLocked buffers the cuts cap counted, for the drain's own
 // write, so that they are synced with the revisions that made them: a
-// crash never keeps a drain's writes without its cuts. Pins cannot change
-// before they are applied: the drain holds mu throughout.
+// crash never keeps a drain's writes without its cuts. A view opened
+// while the drain syncs may keep more in memory than the cut logged
+// (applyDeferredTrimsLocked): memory then holds more than a replay would,
+// never less.
 func (d *disk[V]) logDeferredTrimsLocked() {
 	for _, kl := range d.trims {
 		es := kl.log.Entries()

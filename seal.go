@@ -30,13 +30,13 @@ import (
 func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 	d := s.disk
 	ref := segment.Ref{First: lo, Last: hi}
-	s.mu.Lock()
+	s.lockQuiet()
 	switch head, base := s.order.Head().Rev, s.order.Base(); {
 	case lo < 1 || hi < lo || hi > head:
-		s.mu.Unlock()
+		s.unlockQuiet()
 		return ref, fmt.Errorf("seal [%d, %d]: outside the revisions [1, %d]", lo, hi, head)
 	case hi < base:
-		s.mu.Unlock()
+		s.unlockQuiet()
 		return ref, fmt.Errorf("seal [%d, %d]: the times below %d are forgotten", lo, hi, base)
 	}
 	keys, times, held := s.tree.Clone(), s.order.Times(), s.order.Held()
@@ -58,7 +58,7 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 	}
 	slices.SortFunc(marks, func(a, b digestMark) int { return cmp.Compare(a.rev, b.rev) })
 	d.chainMu.Unlock()
-	s.mu.Unlock()
+	s.unlockQuiet()
 	if n := len(d.manifest.Segments); !okPrev && n > 0 && d.manifest.Segments[n-1].Last == lo-1 {
 		prev, okPrev = d.manifest.Segments[n-1].Digest, true // the chain let it go in a compaction
 	}
@@ -228,12 +228,12 @@ func (s *state[V]) seal(h int64) error {
 	// The segments answer for the times and digests up to h now: but for
 	// the digests the kept entries at or below h need (and h's own, the
 	// link before the next seal), they leave memory.
-	s.mu.Lock()
+	s.lockQuiet()
 	s.order.Shed(h + 1)
 	if s.revs != nil {
 		s.revs.forget(h) // the tier answers which key made them
 	}
-	s.mu.Unlock()
+	s.unlockQuiet()
 	s.dropUnneeded(h, func(c *chain.Seq, need map[int64]bool) {
 		c.ForgetAllBut(h+1, slices.Collect(maps.Keys(need)))
 	})
@@ -244,18 +244,18 @@ func (s *state[V]) seal(h int64) error {
 // or below h, a few hundred keys per hold of the write lock, so that
 // writers wait for no more than that.
 func (s *state[V]) evict(h int64) {
-	s.mu.Lock()
+	s.lockQuiet()
 	keys := s.tree.Clone()
-	s.mu.Unlock()
+	s.unlockQuiet()
 	var batch []*keyLog[V]
 	flush := func() {
-		s.mu.Lock()
+		s.lockQuiet()
 		for _, kl := range batch {
 			kl.mu.Lock()
 			kl.log.Seal(h)
 			kl.mu.Unlock()
 		}
-		s.mu.Unlock()
+		s.unlockQuiet()
 		batch = batch[:0]
 	}
 	keys.Ascend(func(kl *keyLog[V]) bool {

@@ -26,14 +26,23 @@ type Store[V any] struct {
 
 // state is the store.
 //
-// Locks, and the order they are taken in: mu first. A holder of mu takes a
-// keyLog's mu, indexMu or watch.mu, one at a time and briefly, never two
-// together.
+// Locks, and the order they are taken in: a store on a directory's drain
+// lock (durability's quiesce, the group commit's; see group.go) first,
+// then mu. A holder of mu takes a keyLog's mu, indexMu or watch.mu, one at
+// a time and briefly, never two together.
 // A reader takes indexMu's read lock or one keyLog's read lock, each alone,
 // and never takes mu while holding either. So no lock is ever taken while
 // indexMu or a keyLog's mu is held.
 //
-// Joint invariant, whenever mu is free (Check verifies it in tests):
+// A store on a directory lets go of mu while a drain writes and syncs its
+// records: its commits are then applied (in the keys' logs above the head,
+// the tree, the slots, the expiry index, liveKeys) but not published. A
+// holder of mu who reads only what is published (a view's pin, a clone of
+// the tree, the head) takes mu alone; one who changes history or reads
+// the rest takes it with lockQuiet, with no drain in flight.
+//
+// Joint invariant, whenever mu is free and no drain is in flight
+// (lockQuiet; Check verifies it in tests):
 //   - index, tree and slots hold the same keys, each with the same *keyLog;
 //     slots[kl.slot] == kl; no log among them is empty;
 //   - every log's entries are at or below the head's revision, with strictly
@@ -215,14 +224,28 @@ func (s *Store[V]) Floor() Revision { return Revision(s.floor.Load()) }
 // directory; Close returns the first error writing or syncing ever met.
 func (s *Store[V]) Close() error { return s.shutdown() }
 
+// lockQuiet takes the write lock once no group commit is in flight, and
+// keeps the next one from starting until unlockQuiet: every assigned
+// revision is then published, and nothing changes the keys' logs but the
+// holder. New's store has no drains: it is mu alone.
+func (s *state[V]) lockQuiet() {
+	s.dur.quiesce()
+	s.mu.Lock()
+}
+
+func (s *state[V]) unlockQuiet() {
+	s.mu.Unlock()
+	s.dur.resume()
+}
+
 // shutdown is Close: the first call does the work and returns its error,
 // later ones return nil.
 func (s *state[V]) shutdown() error {
 	var err error
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
+		s.lockQuiet()
 		s.closed = true
-		s.mu.Unlock()
+		s.unlockQuiet()
 		close(s.stop)
 		s.bg.Wait()
 		err = s.dur.close(s)

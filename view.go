@@ -59,13 +59,17 @@ func (s *Store[V]) At(rev Revision) (*View[V], error) {
 func (s *Store[V]) AsOf(t time.Time) (*View[V], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if now := s.order.Now(s.order.Head()); t.After(now) {
+	h := s.order.Head()
+	if now := s.order.Now(h); t.After(now) {
 		return nil, revErr("view", 0, "as of", t, detail(ErrFutureRevision, "now is", now))
 	}
 	r, known, err := s.revAt(t)
 	if err != nil {
 		return nil, revErr("view", 0, "as of", t, err)
 	}
+	// The order also knows the times of revisions a group commit assigned
+	// and has yet to publish (group.go): not this view's.
+	r = min(r, h.Rev)
 	if !known || (r > 0 && r < s.floor.Load()) {
 		return nil, revErr("view", Revision(r), "as of", t, detail(ErrCompacted, "floor is", s.floor.Load()))
 	}

@@ -13,8 +13,8 @@ import (
 
 // BenchmarkReadsWhileSyncing measures what a reader waits for while
 // writers sync: 8 goroutines Put under SyncAlways on a directory, and the
-// benchmark's loop reads, timing each call: Get, and At(rev).Get with the
-// view's Close. Each runs with the writers (sub-benchmark "writers=8")
+// benchmark's loop reads, timing each call: Get; At(rev).Get with the
+// view's Close; a Scan of ten keys; and Len. Each runs with the writers (sub-benchmark "writers=8")
 // and without them ("writers=0"), in the same run. ns/op is the mean;
 // the p50 and p99 metrics are what the contract's "no reader waits for
 // an fsync" is about.
@@ -22,7 +22,7 @@ import (
 //	cd bench && go test -run='^$' -bench='^BenchmarkReadsWhileSyncing$' -benchtime=20000x .
 func BenchmarkReadsWhileSyncing(b *testing.B) {
 	for _, writers := range []int{0, 8} {
-		for _, read := range []string{"Get", "At.Get"} {
+		for _, read := range []string{"Get", "At.Get", "Scan", "Len"} {
 			b.Run(fmt.Sprintf("writers=%d/%s", writers, read), func(b *testing.B) {
 				readsWhileSyncing(b, writers, read)
 			})
@@ -66,6 +66,11 @@ func readsWhileSyncing(b *testing.B, writers int, read string) {
 		switch read {
 		case "Get":
 			s.Get(key)
+		case "Scan":
+			for range s.Scan(key[:5]) {
+			}
+		case "Len":
+			s.Len()
 		default:
 			v, err := s.At(s.Rev() - 1)
 			must(b, err)
