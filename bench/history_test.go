@@ -210,22 +210,48 @@ func rss() uint64 {
 
 // BenchmarkHistoryRange streams one key's whole history of -w.range
 // entries: ns/op is per entry, and B/op shows the stream's memory does not
-// grow with the history.
+// grow with the history. "memory" holds it in a store made by New;
+// "sealed" in a store on a directory with the default memory budget,
+// closed and opened again, so that all but the newest entry are read from
+// the segments.
 //
-//	cd bench && go test -run='^$' -bench='^BenchmarkHistoryRange$' -w.range=10000000 .
+//	cd bench && go test -run='^$' -bench='^BenchmarkHistoryRange$' -benchmem -w.range=10000000 .
 func BenchmarkHistoryRange(b *testing.B) {
 	n := *wRange
-	s := revkv.New[[]byte]()
-	defer s.Close()
-	for i := 0; i < n; i += 1000 {
-		_, err := s.Update(func(tx *revkv.Txn[[]byte]) error {
-			for range 1000 {
-				tx.Put("k", wValue)
-			}
-			return nil
-		})
-		must(b, err)
+	fill := func(s *revkv.Store[[]byte]) {
+		for i := 0; i < n; i += 1000 {
+			_, err := s.Update(func(tx *revkv.Txn[[]byte]) error {
+				for range 1000 {
+					tx.Put("k", wValue)
+				}
+				return nil
+			})
+			must(b, err)
+		}
 	}
+	b.Run("memory", func(b *testing.B) {
+		s := revkv.New[[]byte]()
+		defer s.Close()
+		fill(s)
+		streamRange(b, s)
+	})
+	b.Run("sealed", func(b *testing.B) {
+		dir := b.TempDir()
+		s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithSync(revkv.SyncNever))
+		must(b, err)
+		fill(s)
+		must(b, s.Close())
+		s, err = revkv.Open(dir, revkv.BytesCodec(), revkv.WithSync(revkv.SyncNever))
+		must(b, err)
+		defer s.Close()
+		streamRange(b, s)
+	})
+}
+
+// streamRange yields b.N entries of key k's history, from its start again
+// as often as it takes.
+func streamRange(b *testing.B, s *revkv.Store[[]byte]) {
+	b.ReportAllocs()
 	b.ResetTimer()
 	got := 0
 	for got < b.N {
