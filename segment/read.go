@@ -73,11 +73,12 @@ func OpenFooter(r io.ReaderAt, size int64) (*Reader, error) {
 	if got, want := checksum(f[:fCRC]), binary.LittleEndian.Uint32(f[fCRC:]); got != want {
 		return nil, fmt.Errorf("%w: footer at offset %d fails its checksum", ErrCorrupt, size-footerSize)
 	}
-	if v := binary.LittleEndian.Uint32(f[fVersion:]); v != version {
-		return nil, fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, version)
+	v := binary.LittleEndian.Uint32(f[fVersion:])
+	if v < 1 || v > version {
+		return nil, fmt.Errorf("%w: version %d, this build reads 1 to %d", ErrVersion, v, version)
 	}
-	if v := binary.LittleEndian.Uint32(h[8:]); v != version {
-		return nil, fmt.Errorf("%w: the header says version %d, the footer %d", ErrCorrupt, v, version)
+	if hv := binary.LittleEndian.Uint32(h[8:]); hv != v {
+		return nil, fmt.Errorf("%w: the header says version %d, the footer %d", ErrCorrupt, hv, v)
 	}
 	u := func(i int) int64 { return int64(binary.LittleEndian.Uint64(f[8*i:])) }
 	ixOff, ixLen, metaOff, metaLen := u(0), u(1), u(2), u(3)
@@ -446,14 +447,16 @@ func (d *decoder) entry(e *Entry, first bool) error {
 	}
 	flags := d.b[0]
 	d.b = d.b[1:]
-	op, hasTTL, newKey := Op(flags&flagOp), flags&flagTTL != 0, flags&flagNewKey != 0
+	op, hasTTL, newKey, sameZone := Op(flags&flagOp), flags&flagTTL != 0, flags&flagNewKey != 0, flags&flagSameZone != 0
 	switch {
-	case flags&^(flagOp|flagTTL|flagNewKey) != 0 || op < Put || op > Expire:
+	case flags&^(flagOp|flagTTL|flagNewKey|flagSameZone) != 0 || op < Put || op > Expire:
 		return fmt.Errorf("bad flags %#x", flags)
 	case hasTTL && op != Put:
 		return fmt.Errorf("a TTL on a tombstone")
 	case first && !newKey:
 		return fmt.Errorf("an entry at a restart point continues a key")
+	case first && sameZone:
+		return fmt.Errorf("an entry at a restart point takes the zone of the one before it")
 	}
 	if newKey {
 		shared := d.uvarint()
@@ -474,7 +477,10 @@ func (d *decoder) entry(e *Entry, first bool) error {
 		e.Rev += int64(delta)
 		e.Sec += d.varint()
 	}
-	nsec, zone := d.uvarint(), d.uvarint()
+	nsec, zone := d.uvarint(), uint64(e.Zone)
+	if !sameZone {
+		zone = d.uvarint()
+	}
 	if d.err == nil && (nsec >= 1e9 || zone > 1<<32-1) {
 		return fmt.Errorf("nanoseconds %d or zone %d out of range", nsec, zone)
 	}

@@ -29,11 +29,12 @@
 //	         CRC-32C of the footer so far u32, "revkvEND"         160 bytes
 //
 // An entry is a flags byte (bits 0-1 the op, bit 2 a TTL, bit 3 a new
-// key), then, for a new key, uvarint bytes shared with the block's
+// key, bit 4 the zone of the entry before it), then, for a new key, uvarint bytes shared with the block's
 // previous key, uvarint suffix length and the suffix; the revision
 // (uvarint, a delta from the key's previous entry in the block unless the
 // key is new), the time's Unix seconds (varint, likewise a delta) and
-// nanoseconds (uvarint), the time's zone number (uvarint), for a TTL the
+// nanoseconds (uvarint), the time's zone number (uvarint; left out, with
+// bit 4 of the flags set, where it is the previous entry's), for a TTL the
 // expiry in Unix nanoseconds less the time's (varint), and for a put the
 // value's length (uvarint) and bytes. Every 16th entry of a block, the
 // first included, is a restart point: it starts a new key sharing no
@@ -86,7 +87,7 @@ type Footer struct {
 }
 
 const (
-	version    = 1
+	version    = 2 // 1 lacked flagSameZone: this build reads both
 	headerSize = 16
 	// The footer's fields (see the format): nine u64s, two digests, then
 	// u32s.
@@ -127,6 +128,11 @@ const (
 	flagOp     = 0x03
 	flagTTL    = 0x04
 	flagNewKey = 0x08
+	// flagSameZone (version 2 on) says the entry's time is in the zone of
+	// the block's entry before it, and its zone number is left out: one
+	// byte an entry, for the common case of one zone. Never at a restart
+	// point.
+	flagSameZone = 0x10
 )
 
 func checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

@@ -30,6 +30,7 @@ type Writer struct {
 	prevKey  string // the last entry's key, rev, time: the deltas' bases
 	prevRev  int64
 	prevSec  int64
+	prevZone uint32
 	started  bool // an entry was added
 	err      error
 
@@ -117,7 +118,8 @@ func (sw *Writer) Add(e *Entry) error {
 		sw.restarts = append(sw.restarts, uint32(len(sw.block)))
 		prevKey = ""
 	}
-	sw.block = appendEntry(sw.block, e, newKey, prevKey, sw.prevRev, sw.prevSec)
+	sameZone := !restart && e.Zone == sw.prevZone
+	sw.block = appendEntry(sw.block, e, newKey, sameZone, prevKey, sw.prevRev, sw.prevSec)
 	if sw.locs == nil {
 		sw.locs = make([]int32, sw.last-sw.first+1)
 	}
@@ -127,20 +129,23 @@ func (sw *Writer) Add(e *Entry) error {
 	sw.locs[e.Rev-sw.first] = int32(len(sw.fences)) + 1
 	sw.cur.entries++
 	sw.entries++
-	sw.prevKey, sw.prevRev, sw.prevSec, sw.started = e.Key, e.Rev, e.Sec, true
+	sw.prevKey, sw.prevRev, sw.prevSec, sw.prevZone, sw.started = e.Key, e.Rev, e.Sec, e.Zone, true
 	return sw.err
 }
 
 // appendEntry encodes e after the block's previous entry (prevKey, prevRev,
 // prevSec; prevKey "" at the block's start), which newKey says e does not
-// follow as the same key.
-func appendEntry(b []byte, e *Entry, newKey bool, prevKey string, prevRev, prevSec int64) []byte {
+// follow as the same key, and sameZone that e's zone is its zone.
+func appendEntry(b []byte, e *Entry, newKey, sameZone bool, prevKey string, prevRev, prevSec int64) []byte {
 	flags := byte(e.Op) & flagOp
 	if e.HasTTL {
 		flags |= flagTTL
 	}
 	if newKey {
 		flags |= flagNewKey
+	}
+	if sameZone {
+		flags |= flagSameZone
 	}
 	b = append(b, flags)
 	if newKey {
@@ -155,7 +160,9 @@ func appendEntry(b []byte, e *Entry, newKey bool, prevKey string, prevRev, prevS
 		b = binary.AppendVarint(b, e.Sec-prevSec)
 	}
 	b = binary.AppendUvarint(b, uint64(e.Nsec))
-	b = binary.AppendUvarint(b, uint64(e.Zone))
+	if !sameZone {
+		b = binary.AppendUvarint(b, uint64(e.Zone))
+	}
 	if e.HasTTL {
 		b = binary.AppendVarint(b, e.Expires-base(e.Sec, e.Nsec))
 	}
