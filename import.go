@@ -304,7 +304,7 @@ func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) erro
 	x.Key = key
 	linkOf(&link, &x, notes)
 	if got := im.hasher.Next(prev, &link); got != d {
-		return fmt.Errorf("its digest %x does not follow from the revision before and its entry (%x)", d[:8], got[:8])
+		return fmt.Errorf("its digest %s does not follow from the revision before and its entry (%s)", d.Short(), got.Short())
 	}
 	x.Key = ""
 	k := im.keys[key]

@@ -310,8 +310,8 @@ func (ld *logLoader[V]) batch(l *logLoad[V], kind wal.Kind, p []byte) error {
 	got := l.digests[len(l.digests)-1]
 	if kind == wal.KindChained && got != ld.chained.Digest {
 		l.changes, l.digests = l.changes[:lo], l.digests[:lo]
-		return fmt.Errorf("revision %d: the hash chain breaks: the log says %x, the revisions give %x",
-			b[len(b)-1].Rev, ld.chained.Digest[:8], got[:8])
+		return fmt.Errorf("revision %d: the hash chain breaks: the log says %s, the revisions give %s",
+			b[len(b)-1].Rev, chain.Digest(ld.chained.Digest).Short(), got.Short())
 	}
 	if notes = slices.Clip(notes); len(notes) > 0 {
 		notes = slices.Clone(notes) // the decoder's buffer is reused

@@ -118,7 +118,7 @@ func (b *snapshotBuilder[V]) check(r *restoredKey[V], x *wal.Entry) error {
 	got := b.hasher.Next(prev, &b.link)
 	b.link = chain.Rev{}
 	if got != want {
-		return fmt.Errorf("revision %d: the hash chain breaks: the snapshot says %x, the entry gives %x", x.Rev, want[:8], got[:8])
+		return fmt.Errorf("revision %d: the hash chain breaks: the snapshot says %s, the entry gives %s", x.Rev, want.Short(), got.Short())
 	}
 	return nil
 }

@@ -63,6 +63,11 @@ type Digest [32]byte
 // String returns the digest in lower-case hex.
 func (d Digest) String() string { return hex.EncodeToString(d[:]) }
 
+// Short is the digest's first 8 bytes in hex, for an error message. It
+// takes d by value, so that a caller's digest does not move to the heap
+// for the message it may never write.
+func (d Digest) Short() string { return hex.EncodeToString(d[:8]) }
+
 // ExampleDigest is D(1) of the package doc's worked example, in hex.
 const ExampleDigest = "5b42ccce3ef3a58cc7246aa92c3d94c50849432de47808292b0cfb8109a2bc4d"
 
