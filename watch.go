@@ -137,6 +137,13 @@ func (s *state[V]) changes(prefix string, from, to int64, yield func(Entry[V], e
 	if from > to {
 		return true
 	}
+	if from >= s.floor.Load() && from <= s.sealedLast() {
+		next, ok := s.changesSealed(prefix, from, to, to, yield)
+		if !ok || next > to {
+			return ok
+		}
+		from = next
+	}
 	// While the recent ring holds a range that ends at the head (every
 	// wake-up of a watcher), read it revision by revision: first a pass
 	// that checks every entry is still there (a loss is reported before

@@ -3,17 +3,20 @@ package bench
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +33,8 @@ var (
 	wDir    = flag.String("w.dir", "", "BenchmarkHistoryW writes W(N) here, or reuses it if it holds W(N) already (default: a temporary directory)")
 	wCold   = flag.Bool("w.cold", false, "BenchmarkHistoryW drops the page cache before the Open (Linux, as root)")
 	wMemory = flag.Int64("w.memory", 0, "BenchmarkHistoryW's WithMemory bound in bytes (0: not given, the default; -1: everything in memory)")
+	wKill   = flag.Bool("w.kill", false, "BenchmarkHistoryW writes W(N) in a child process killed (SIGKILL) after its last write instead of closing the store: the Open then replays the log since the last checkpoint")
+	wChange = flag.Bool("w.changes", false, "BenchmarkHistoryW's fresh process also streams Changes of every key from revision 1 to the end, and samples its resident set")
 	wChild  = os.Getenv("REVKV_W_OPEN") // set in the fresh process that opens the directory
 	wKeys   = 100_000
 	wValue  = []byte("0123456789abcdef")
@@ -47,6 +52,11 @@ type wOpened struct {
 	RangeRate    float64 // its entries a second
 	RSSEnd       uint64  // resident set after the reads and the range
 	Rev          int64
+	// With -w.changes: Changes("", 1, Rev()) to the end, its rate, and the
+	// largest resident set seen every 1 M entries of it.
+	ChangesEntries int64
+	ChangesRate    float64
+	ChangesMaxRSS  uint64
 }
 
 // BenchmarkHistoryW writes W(N) (-w.revs) into a store on a directory,
@@ -65,7 +75,11 @@ func BenchmarkHistoryW(b *testing.B) {
 			must(b, os.RemoveAll(dir))
 			must(b, os.MkdirAll(dir, 0o755))
 			start := time.Now()
-			writeW(b, dir, n)
+			if *wKill {
+				writeWKilled(b, dir, n)
+			} else {
+				writeW(b, dir, n)
+			}
 			took := time.Since(start)
 			b.ReportMetric(float64(n)/took.Seconds()/1e6, "Mrev/s-write")
 			must(b, os.WriteFile(dir+"/.w-"+strconv.Itoa(n), nil, 0o644))
@@ -82,7 +96,60 @@ func BenchmarkHistoryW(b *testing.B) {
 		b.ReportMetric(float64(o.GetAtP50Ns)/1e3, "getat-p50-µs")
 		b.ReportMetric(float64(o.GetAtP99Ns)/1e3, "getat-p99-µs")
 		b.ReportMetric(o.RangeRate/1e6, "Mentries/s-range")
+		if *wKill {
+			logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+			var n int64
+			for _, l := range logs {
+				if fi, err := os.Stat(l); err == nil {
+					n += fi.Size()
+				}
+			}
+			b.ReportMetric(float64(n)/(1<<20), "log-MiB")
+		}
+		if *wChange {
+			b.ReportMetric(o.ChangesRate/1e6, "Mentries/s-changes")
+			b.ReportMetric(float64(o.ChangesMaxRSS)/(1<<20), "rss-changes-MiB")
+		}
 	}
+}
+
+// writeWKilled writes W(n) into dir in a child process (this test binary,
+// running TestHistoryWWriteKilled), which kills itself after its last
+// write, as kill -9 would: the log since the last checkpoint is left to
+// replay.
+func writeWKilled(b *testing.B, dir string, n int) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHistoryWWriteKilled$", "-test.count=1", "-w.revs="+strconv.Itoa(n), "-w.memory="+strconv.FormatInt(*wMemory, 10))
+	cmd.Env = append(os.Environ(), "REVKV_W_KILLED="+dir)
+	cmd.Stderr = os.Stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		b.Fatalf("the writer was to die of SIGKILL: %v", err)
+	}
+}
+
+// TestHistoryWWriteKilled is writeWKilled's child; it does nothing unless
+// REVKV_W_KILLED names a directory.
+func TestHistoryWWriteKilled(t *testing.T) {
+	dir := os.Getenv("REVKV_W_KILLED")
+	if dir == "" {
+		t.Skip("BenchmarkHistoryW -w.kill runs it")
+	}
+	s, err := revkv.Open(dir, revkv.BytesCodec(), wOptions(revkv.WithSync(revkv.SyncNever))...)
+	must(t, err)
+	for i := 0; i < *wRevs; i += 1000 {
+		_, err := s.Update(func(tx *revkv.Txn[[]byte]) error {
+			for j := i; j < i+1000; j++ {
+				tx.Put(fmt.Sprintf(wKeyFmt, j%wKeys), wValue)
+			}
+			return nil
+		})
+		must(t, err)
+	}
+	// Every write is in the operating system's hands; a checkpoint may be
+	// under way, as it may be at any kill.
+	must(t, syscall.Kill(os.Getpid(), syscall.SIGKILL))
+	select {}
 }
 
 // writeW writes W(n) into dir and closes the store.
@@ -112,7 +179,7 @@ func wOptions(opts ...revkv.Option) []revkv.Option {
 // openW runs the Open in a fresh process (this test binary, running
 // TestHistoryWOpen) and returns what it measured.
 func openW(b *testing.B, dir string) wOpened {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHistoryWOpen$", "-test.count=1", "-w.reads="+strconv.Itoa(*wReads), "-w.memory="+strconv.FormatInt(*wMemory, 10))
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHistoryWOpen$", "-test.count=1", "-w.reads="+strconv.Itoa(*wReads), "-w.memory="+strconv.FormatInt(*wMemory, 10), "-w.changes="+strconv.FormatBool(*wChange))
 	cmd.Env = append(os.Environ(), "REVKV_W_OPEN="+dir)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -186,6 +253,21 @@ func TestHistoryWOpen(t *testing.T) {
 	o.RangeRate = float64(o.RangeEntries) / time.Since(t0).Seconds()
 	debug.FreeOSMemory()
 	o.RSSEnd = rss()
+	if *wChange {
+		t0 := time.Now()
+		for _, err := range s.Changes("", 1, revkv.Revision(o.Rev)) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.ChangesEntries++; o.ChangesEntries%1_000_000 == 0 {
+				o.ChangesMaxRSS = max(o.ChangesMaxRSS, rss())
+			}
+		}
+		o.ChangesRate = float64(o.ChangesEntries) / time.Since(t0).Seconds()
+		if o.ChangesEntries != o.Rev {
+			t.Fatalf("Changes from 1 yielded %d entries of %d", o.ChangesEntries, o.Rev)
+		}
+	}
 	js, _ := json.Marshal(o)
 	fmt.Printf("W-OPENED %s\n", js)
 }

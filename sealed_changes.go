@@ -1,0 +1,58 @@
+package revkv
+
+// changesSealed is changes over sealed revisions read in revision order:
+// each segment's entries of from..hi through its locators, one block at a
+// time, where the merge of every key's cursor would read one block an
+// entry and hold a cursor a key (Changes from revision 1 of years of
+// history, or a Watch that catches up). The segments hold every entry of
+// their revisions; it yields those under prefix.
+//
+// The merge's checks are not needed while from is at or above the floor:
+// what compactions and trims drop, and the keys they remove, lie below it.
+// So it checks the floor before each entry, and hands the rest of the
+// range to the merge (changesMerge) once the floor passes the revision
+// it is at, which then finds what was dropped and says where to restart.
+// It returns the revision to go on from: hi+1 when it yielded its range,
+// past to when the merge took the rest; and false where yield stopped or
+// was given an error.
+func (s *state[V]) changesSealed(prefix string, from, hi, to int64, yield func(Entry[V], error) bool) (int64, bool) {
+	t := s.tierOrNil()
+	if t == nil {
+		return from, true
+	}
+	hi = min(hi, t.last())
+	for i, ref := range t.refs {
+		if ref.Last < from || ref.First > hi {
+			continue
+		}
+		for x, err := range t.segs[i].Revisions(max(from, ref.First), min(hi, ref.Last)) {
+			if err != nil {
+				yield(Entry[V]{}, keyErr("changes under", prefix, "from", Revision(from), corruptSegment(ref.Name(), err)))
+				return 0, false
+			}
+			if s.floor.Load() > x.Rev {
+				return to + 1, s.changesMerge(prefix, x.Rev, to, yield)
+			}
+			if len(x.Key) < len(prefix) || x.Key[:len(prefix)] != prefix {
+				continue
+			}
+			e, err := s.publicEntry(t, i, &x)
+			if err == nil && !yield(e, nil) {
+				return 0, false
+			}
+			if err != nil {
+				yield(Entry[V]{}, keyErr("changes under", prefix, "from", Revision(from), err))
+				return 0, false
+			}
+		}
+	}
+	return hi + 1, true
+}
+
+// sealedLast is the last sealed revision, 0 for a store with no segments.
+func (s *state[V]) sealedLast() int64 {
+	if t := s.tierOrNil(); t != nil {
+		return t.last()
+	}
+	return 0
+}
