@@ -150,6 +150,10 @@ func (s *state[V]) buildRevKeysLocked(base int64) {
 		base = max(base, min(t.last(), s.order.Last().Rev)+1)
 	}
 	rk := &revKeys[V]{base: base, kls: make([]*keyLog[V], max(s.order.Last().Rev-base+1, 0))}
+	if len(rk.kls) == 0 { // every revision is sealed, as at an Open after Close: no key to look at
+		s.revs = rk
+		return
+	}
 	s.tree.Ascend(func(kl *keyLog[V]) bool {
 		for _, e := range kl.log.Entries() {
 			if e.Rev >= base {
