@@ -289,9 +289,15 @@ func (sr *Reader) All() iter.Seq2[Entry, error] {
 // checksum, with its restart points split off.
 type loaded struct {
 	f        fence
-	entries  []byte   // the encoded entries
-	restarts []uint32 // offsets in entries of every restartEvery-th entry
+	entries  []byte // the encoded entries
+	restarts []byte // offsets in entries of every restartEvery-th entry, u32 each (restart)
 }
+
+// nRestarts is how many restart points b has.
+func (b *loaded) nRestarts() int { return len(b.restarts) / 4 }
+
+// restart is the offset in entries of restart point k.
+func (b *loaded) restart(k int) uint32 { return binary.LittleEndian.Uint32(b.restarts[4*k:]) }
 
 // load reads block i into buf (nil: a new buffer) and checks its
 // checksum and restart points.
@@ -313,10 +319,10 @@ func (sr *Reader) load(i int, buf []byte) (loaded, error) {
 	if m != (f.entries+restartEvery-1)/restartEvery || 4+4*m > int64(len(body)) {
 		return loaded{}, fmt.Errorf("%w: block at offset %d has %d restart points for %d entries", ErrCorrupt, f.off, m, f.entries)
 	}
-	b := loaded{f: f, entries: body[:int64(len(body))-4-4*m], restarts: make([]uint32, m)}
-	for k := range b.restarts {
-		b.restarts[k] = binary.LittleEndian.Uint32(body[len(b.entries)+4*k:])
-		if k == 0 && b.restarts[k] != 0 || k > 0 && b.restarts[k] <= b.restarts[k-1] || int(b.restarts[k]) >= len(b.entries) {
+	b := loaded{f: f, entries: body[:int64(len(body))-4-4*m]}
+	b.restarts = body[len(b.entries) : int64(len(b.entries))+4*m]
+	for k := range b.nRestarts() {
+		if r := b.restart(k); k == 0 && r != 0 || k > 0 && r <= b.restart(k-1) || int(r) >= len(b.entries) {
 			return loaded{}, fmt.Errorf("%w: block at offset %d has restart points out of order", ErrCorrupt, f.off)
 		}
 	}
@@ -338,19 +344,38 @@ func (sr *Reader) block(i int) iter.Seq2[Entry, error] {
 // seek returns the restart point of b to scan from for (key, rev): the
 // last whose entry is at or before it. The newest entry of key at or below
 // rev, if b holds one, is at or after that entry, which would otherwise
-// be a newer one.
+// be a newer one. It reads only the key and revision of each restart
+// point it looks at, and compares the key in place: a point read makes no
+// string of the keys it passes (scan checks the entries it decodes).
 func (sr *Reader) seek(b *loaded, key string, rev int64) (int, error) {
 	var err error
-	j := sort.Search(len(b.restarts), func(k int) bool {
-		d := decoder{b: b.entries[b.restarts[k]:]}
-		var e Entry
-		if derr := d.entry(&e, true); derr != nil {
-			err = fmt.Errorf("%w: block at offset %d, restart %d: %v", ErrCorrupt, b.f.off, k, derr)
+	j := sort.Search(b.nRestarts(), func(k int) bool {
+		rk, rr, perr := restartKey(b.entries[b.restart(k):])
+		if perr != nil {
+			err = fmt.Errorf("%w: block at offset %d, restart %d: %v", ErrCorrupt, b.f.off, k, perr)
 			return true
 		}
-		return less(key, rev, e.Key, e.Rev)
+		return key < string(rk) || key == string(rk) && rev < rr
 	}) - 1
 	return max(j, 0), err
+}
+
+// restartKey reads the key and revision of the entry at a restart point,
+// which shares no bytes of a key before it.
+func restartKey(b []byte) ([]byte, int64, error) {
+	if len(b) == 0 {
+		return nil, 0, fmt.Errorf("an entry ends early")
+	}
+	if b[0]&flagNewKey == 0 {
+		return nil, 0, fmt.Errorf("an entry at a restart point continues a key")
+	}
+	d := decoder{b: b[1:]}
+	if shared := d.uvarint(); d.err == nil && shared != 0 {
+		return nil, 0, fmt.Errorf("an entry at a restart point shares %d bytes of a key", shared)
+	}
+	k := d.bytes(d.uvarint())
+	rev := int64(d.uvarint())
+	return k, rev, d.err
 }
 
 // scan yields b's entries from restart point j on, checking each against
@@ -359,12 +384,12 @@ func (sr *Reader) seek(b *loaded, key string, rev int64) (int, error) {
 // and never written again.
 func (sr *Reader) scan(b *loaded, j int, yield func(Entry, error) bool) {
 	f := b.f
-	d := decoder{b: b.entries[b.restarts[j]:]}
+	d := decoder{b: b.entries[b.restart(j):]}
 	var e Entry
 	for n := int64(j) * restartEvery; d.rest() > 0; n++ {
 		prev := e
 		restart := n%restartEvery == 0
-		if restart && (n/restartEvery >= int64(len(b.restarts)) || len(b.entries)-d.rest() != int(b.restarts[n/restartEvery])) {
+		if restart && (n/restartEvery >= int64(b.nRestarts()) || len(b.entries)-d.rest() != int(b.restart(int(n/restartEvery)))) {
 			yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d is not at its restart point", ErrCorrupt, f.off, n))
 			return
 		}
