@@ -249,7 +249,7 @@ func (d *disk[V]) publishLocked(s *state[V]) {
 	d.applyDeferredTrimsLocked(s)
 }
 
-// unpublished returns, while a drain writes and syncs, what its commits
+// unpublishedLocked returns, while a drain writes and syncs, what its commits
 // changed of liveKeys and of the expiries due at now, so that Len counts
 // the published state (store.go's invariant holds of the published state
 // plus these). It compares each key the drain wrote at its newest entry

@@ -1,7 +1,9 @@
 package revkv
 
+import "strings"
+
 // changesSealed is changes over sealed revisions read in revision order:
-// each segment's entries of from..hi through its locators, one block at a
+// each segment's entries from from on through its locators, one block at a
 // time, where the merge of every key's cursor would read one block an
 // entry and hold a cursor a key (Changes from revision 1 of years of
 // history, or a Watch that catches up). The segments hold every entry of
@@ -12,15 +14,15 @@ package revkv
 // So it checks the floor before each entry, and hands the rest of the
 // range to the merge (changesMerge) once the floor passes the revision
 // it is at, which then finds what was dropped and says where to restart.
-// It returns the revision to go on from: hi+1 when it yielded its range,
-// past to when the merge took the rest; and false where yield stopped or
-// was given an error.
-func (s *state[V]) changesSealed(prefix string, from, hi, to int64, yield func(Entry[V], error) bool) (int64, bool) {
+// It returns the revision to go on from: one past the last sealed one
+// when it yielded its part of the range, past to when the merge took the
+// rest; and false where yield stopped or was given an error.
+func (s *state[V]) changesSealed(prefix string, from, to int64, yield func(Entry[V], error) bool) (int64, bool) {
 	t := s.tierOrNil()
 	if t == nil {
 		return from, true
 	}
-	hi = min(hi, t.last())
+	hi := min(to, t.last())
 	for i, ref := range t.refs {
 		if ref.Last < from || ref.First > hi {
 			continue
@@ -33,15 +35,15 @@ func (s *state[V]) changesSealed(prefix string, from, hi, to int64, yield func(E
 			if s.floor.Load() > x.Rev {
 				return to + 1, s.changesMerge(prefix, x.Rev, to, yield)
 			}
-			if len(x.Key) < len(prefix) || x.Key[:len(prefix)] != prefix {
+			if !strings.HasPrefix(x.Key, prefix) {
 				continue
 			}
 			e, err := s.publicEntry(t, i, &x)
-			if err == nil && !yield(e, nil) {
-				return 0, false
-			}
 			if err != nil {
 				yield(Entry[V]{}, keyErr("changes under", prefix, "from", Revision(from), err))
+				return 0, false
+			}
+			if !yield(e, nil) {
 				return 0, false
 			}
 		}

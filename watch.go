@@ -138,7 +138,7 @@ func (s *state[V]) changes(prefix string, from, to int64, yield func(Entry[V], e
 		return true
 	}
 	if from >= s.floor.Load() && from <= s.sealedLast() {
-		next, ok := s.changesSealed(prefix, from, to, to, yield)
+		next, ok := s.changesSealed(prefix, from, to, yield)
 		if !ok || next > to {
 			return ok
 		}
