@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,7 @@ type Reader struct {
 	once    sync.Once
 	ixErr   error
 	fences  []fence
+	heads   []uint64    // the first 8 bytes of each fence's key (keyHead), searched first: they sit together in memory
 	tFences []timeFence // the time column's blocks (times.go)
 	meta    []byte
 }
@@ -134,7 +136,7 @@ func (sr *Reader) decodeIndex(ix []byte, ixOff int64) error {
 	if d.err != nil || n > uint64(len(ix)) {
 		return bad("no block count")
 	}
-	sr.fences = make([]fence, 0, n)
+	sr.fences, sr.heads = make([]fence, 0, n), make([]uint64, 0, n)
 	next, total := int64(headerSize), int64(0)
 	for i := uint64(0); i < n; i++ {
 		f := fence{off: int64(d.uvarint()), len: int64(d.uvarint())}
@@ -153,6 +155,7 @@ func (sr *Reader) decodeIndex(ix []byte, ixOff int64) error {
 		next += f.len
 		total += f.entries
 		sr.fences = append(sr.fences, f)
+		sr.heads = append(sr.heads, keyHead(f.key))
 	}
 	next, err := sr.decodeTimeIndex(&d, next, bad)
 	if err != nil {
@@ -186,16 +189,38 @@ func (sr *Reader) IndexBytes() int64 {
 	if sr.Load() != nil {
 		return 0
 	}
-	n := int64(len(sr.fences)) * 56
+	n := int64(len(sr.fences)) * (56 + 8)
 	for _, f := range sr.fences {
 		n += int64(len(f.key))
 	}
 	return n
 }
 
-// blockBufs are Get's block buffers: Get copies out the one value it
-// returns, so its buffer can serve the next Get.
-var blockBufs = sync.Pool{New: func() any { return new([]byte) }}
+// fenceAfter returns the first block whose fence is after (key, rev) (len:
+// none). It searches the keys' heads, which order the fences as their keys
+// do where they differ, and compares whole keys only among fences whose
+// head is key's: a point read's search then touches one small array, not
+// a string per step.
+func (sr *Reader) fenceAfter(key string, rev int64) int {
+	h := keyHead(key)
+	lo, _ := slices.BinarySearch(sr.heads, h)
+	hi := lo + sort.Search(len(sr.heads)-lo, func(i int) bool { return sr.heads[lo+i] > h })
+	return lo + sort.Search(hi-lo, func(i int) bool { return less(key, rev, sr.fences[lo+i].key, sr.fences[lo+i].rev) })
+}
+
+// keyHead is key's first 8 bytes as a big-endian number, padded with
+// zeros: keyHead(a) < keyHead(b) implies a < b.
+func keyHead(key string) uint64 {
+	var b [8]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// getBufs are a Get's buffers, for a block and a key: Get copies out the
+// one value it returns, so they can serve the next Get.
+type getBufs struct{ block, key []byte }
+
+var getBufPool = sync.Pool{New: func() any { return new(getBufs) }}
 
 // Get returns key's newest entry with Rev <= rev in the segment, reading
 // at most one block.
@@ -203,38 +228,43 @@ func (sr *Reader) Get(key string, rev int64) (Entry, bool, error) {
 	if err := sr.Load(); err != nil {
 		return Entry{}, false, err
 	}
-	i := sort.Search(len(sr.fences), func(i int) bool { return less(key, rev, sr.fences[i].key, sr.fences[i].rev) }) - 1
+	i := sr.fenceAfter(key, rev) - 1
 	if i < 0 {
 		return Entry{}, false, nil
 	}
-	pb := blockBufs.Get().(*[]byte)
-	defer blockBufs.Put(pb)
-	b, err := sr.load(i, *pb)
+	bufs := getBufPool.Get().(*getBufs)
+	defer getBufPool.Put(bufs)
+	b, err := sr.load(i, bufs.block)
 	if err != nil {
 		return Entry{}, false, err
 	}
-	*pb = b.entries[:0] // the buffer, grown if it had to be, for the next Get
+	bufs.block = b.entries[:0] // the buffer, grown if it had to be, for the next Get
 	j, err := sr.seek(&b, key, rev)
 	if err != nil {
 		return Entry{}, false, err
 	}
+	c := sr.cursorAt(b, j, bufs.key)
 	var found Entry
-	ok := false
-	sr.scan(&b, j, func(e Entry, serr error) bool {
-		switch {
-		case serr != nil:
-			err = serr
-			return false
-		case e.Key > key || e.Key == key && e.Rev > rev:
-			return false
-		case e.Key == key:
-			found, ok = e, true
+	ok, same := false, false
+	for c.next() {
+		if c.newKey {
+			if string(c.k) > key {
+				break
+			}
+			same = string(c.k) == key
 		}
-		return true
-	})
-	if err != nil {
-		return Entry{}, false, err
+		if same && c.e.Rev > rev {
+			break
+		}
+		if same {
+			found, ok = c.e, true
+		}
 	}
+	bufs.key = c.k
+	if c.err != nil {
+		return Entry{}, false, c.err
+	}
+	found.Key = key
 	found.Value = bytes.Clone(found.Value) // not the whole block's buffer
 	return found, ok, nil
 }
@@ -248,7 +278,7 @@ func (sr *Reader) History(key string, lo, hi int64) iter.Seq2[Entry, error] {
 			yield(Entry{}, err)
 			return
 		}
-		i := max(sort.Search(len(sr.fences), func(i int) bool { return less(key, lo, sr.fences[i].key, sr.fences[i].rev) })-1, 0)
+		i := max(sr.fenceAfter(key, lo)-1, 0)
 		for ; i < len(sr.fences) && sr.fences[i].key <= key; i++ {
 			for e, err := range sr.block(i) {
 				switch {
@@ -337,7 +367,20 @@ func (sr *Reader) block(i int) iter.Seq2[Entry, error] {
 			yield(Entry{}, err)
 			return
 		}
-		sr.scan(&b, 0, yield)
+		c := sr.cursorAt(b, 0, nil)
+		var key string
+		for c.next() {
+			if c.newKey {
+				key = string(c.k)
+			}
+			c.e.Key = key
+			if !yield(c.e, nil) {
+				return
+			}
+		}
+		if c.err != nil {
+			yield(Entry{}, c.err)
+		}
 	}
 }
 
@@ -378,42 +421,56 @@ func restartKey(b []byte) ([]byte, int64, error) {
 	return k, rev, d.err
 }
 
-// scan yields b's entries from restart point j on, checking each against
-// the fence, the restart points, the order and the segment's range. An
-// entry's Value points into the block's buffer, read afresh for each load
-// and never written again.
-func (sr *Reader) scan(b *loaded, j int, yield func(Entry, error) bool) {
-	f := b.f
-	d := decoder{b: b.entries[b.restart(j):]}
-	var e Entry
-	for n := int64(j) * restartEvery; d.rest() > 0; n++ {
-		prev := e
-		restart := n%restartEvery == 0
-		if restart && (n/restartEvery >= int64(b.nRestarts()) || len(b.entries)-d.rest() != int(b.restart(int(n/restartEvery)))) {
-			yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d is not at its restart point", ErrCorrupt, f.off, n))
-			return
+// cursor decodes a block's entries from a restart point on, checking
+// each against the fence, the restart points, the order and the segment's
+// range. Its entry has no Key: the key's bytes are in k, valid until the
+// next entry, so that a point read compares them in place where a string
+// of each key would cost an allocation. An entry's Value points into the
+// block's buffer, read afresh for each load and never written again.
+type cursor struct {
+	sr     *Reader
+	b      loaded
+	d      decoder
+	n, j   int64 // the entry next in the block, and the first decoded
+	e      Entry // without its Key
+	k      []byte
+	newKey bool  // e's key is not the key of the entry before it
+	err    error // the damage found: next returned false for it
+}
+
+// cursorAt starts a cursor at b's restart point j, with k as its buffer
+// for keys.
+func (sr *Reader) cursorAt(b loaded, j int, k []byte) cursor {
+	n := int64(j) * restartEvery
+	return cursor{sr: sr, b: b, d: decoder{b: b.entries[b.restart(j):]}, n: n, j: n, k: k[:0]}
+}
+
+// next decodes the next entry into c.e and c.k; false at the block's end
+// or at damage, which is c.err.
+func (c *cursor) next() bool {
+	f, n := c.b.f, c.n
+	if c.err != nil || c.d.rest() == 0 {
+		if c.err == nil && n != f.entries {
+			c.err = fmt.Errorf("%w: block at offset %d holds %d entries, its fence says %d", ErrCorrupt, f.off, n, f.entries)
 		}
-		if err := d.entry(&e, restart); err != nil {
-			yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d: %v", ErrCorrupt, f.off, n, err))
-			return
-		}
-		switch {
-		case n == 0 && (e.Key != f.key || e.Rev != f.rev):
-			err := fmt.Errorf("%w: block at offset %d begins with %q@%d, its fence says %q@%d", ErrCorrupt, f.off, e.Key, e.Rev, f.key, f.rev)
-			yield(Entry{}, err)
-			return
-		case !restart && !less(prev.Key, prev.Rev, e.Key, e.Rev), e.Rev < sr.footer.First, e.Rev > sr.footer.Last, n >= f.entries:
-			yield(Entry{}, fmt.Errorf("%w: block at offset %d, entry %d (%q@%d) is out of order or range", ErrCorrupt, f.off, n, e.Key, e.Rev))
-			return
-		}
-		if !yield(e, nil) {
-			return
-		}
-		if d.rest() == 0 && n+1 != f.entries {
-			yield(Entry{}, fmt.Errorf("%w: block at offset %d holds %d entries, its fence says %d", ErrCorrupt, f.off, n+1, f.entries))
-			return
-		}
+		return false
 	}
+	restart := n%restartEvery == 0
+	if restart && (n/restartEvery >= int64(c.b.nRestarts()) || len(c.b.entries)-c.d.rest() != int(c.b.restart(int(n/restartEvery)))) {
+		c.err = fmt.Errorf("%w: block at offset %d, entry %d is not at its restart point", ErrCorrupt, f.off, n)
+		return false
+	}
+	newKey, err := c.d.entry(&c.e, &c.k, restart, n > c.j)
+	switch {
+	case err != nil:
+		c.err = fmt.Errorf("%w: block at offset %d, entry %d: %v", ErrCorrupt, f.off, n, err)
+	case n == 0 && (string(c.k) != f.key || c.e.Rev != f.rev):
+		c.err = fmt.Errorf("%w: block at offset %d begins with %q@%d, its fence says %q@%d", ErrCorrupt, f.off, c.k, c.e.Rev, f.key, f.rev)
+	case c.e.Rev < c.sr.footer.First, c.e.Rev > c.sr.footer.Last, n >= f.entries:
+		c.err = fmt.Errorf("%w: block at offset %d, entry %d (%q@%d) is out of range", ErrCorrupt, f.off, n, c.k, c.e.Rev)
+	}
+	c.n, c.newKey = n+1, newKey
+	return c.err == nil
 }
 
 // decoder reads a block's or the index's varints; the first failure
@@ -465,39 +522,52 @@ func (d *decoder) bytes(n uint64) []byte {
 }
 
 // entry decodes the next entry into e, which holds the block's previous
-// entry (first: none).
-func (d *decoder) entry(e *Entry, first bool) error {
+// entry (first: the entry is at a restart point), and its key into *k,
+// which holds the previous key. ordered: an entry was decoded before it,
+// which it must follow in (key, revision) order. It reports whether the
+// key is new: a restart point repeats its key even when it is the key
+// before it.
+func (d *decoder) entry(e *Entry, k *[]byte, first, ordered bool) (newKey bool, err error) {
 	if len(d.b) == 0 {
-		return fmt.Errorf("an entry ends early")
+		return false, fmt.Errorf("an entry ends early")
 	}
 	flags := d.b[0]
 	d.b = d.b[1:]
-	op, hasTTL, newKey, sameZone := Op(flags&flagOp), flags&flagTTL != 0, flags&flagNewKey != 0, flags&flagSameZone != 0
+	op, hasTTL, sameZone := Op(flags&flagOp), flags&flagTTL != 0, flags&flagSameZone != 0
+	newKey = flags&flagNewKey != 0
 	switch {
 	case flags&^(flagOp|flagTTL|flagNewKey|flagSameZone) != 0 || op < Put || op > Expire:
-		return fmt.Errorf("bad flags %#x", flags)
+		return false, fmt.Errorf("bad flags %#x", flags)
 	case hasTTL && op != Put:
-		return fmt.Errorf("a TTL on a tombstone")
+		return false, fmt.Errorf("a TTL on a tombstone")
 	case first && !newKey:
-		return fmt.Errorf("an entry at a restart point continues a key")
+		return false, fmt.Errorf("an entry at a restart point continues a key")
 	case first && sameZone:
-		return fmt.Errorf("an entry at a restart point takes the zone of the one before it")
+		return false, fmt.Errorf("an entry at a restart point takes the zone of the one before it")
 	}
 	if newKey {
 		shared := d.uvarint()
 		if d.err == nil && first && shared != 0 {
-			return fmt.Errorf("an entry at a restart point shares %d bytes of a key", shared)
+			return false, fmt.Errorf("an entry at a restart point shares %d bytes of a key", shared)
 		}
-		if d.err == nil && shared > uint64(len(e.Key)) {
-			return fmt.Errorf("shares %d bytes of a %d-byte key", shared, len(e.Key))
+		if d.err == nil && shared > uint64(len(*k)) {
+			return false, fmt.Errorf("shares %d bytes of a %d-byte key", shared, len(*k))
 		}
 		suffix := d.bytes(d.uvarint())
-		e.Key = e.Key[:shared] + string(suffix)
+		order := 1
+		if d.err == nil && ordered {
+			order = bytes.Compare(suffix, (*k)[shared:])
+		}
+		prevRev := e.Rev
+		*k = append((*k)[:shared], suffix...)
 		e.Rev, e.Sec = int64(d.uvarint()), d.varint()
+		if d.err == nil && (order < 0 || order == 0 && (!first || e.Rev <= prevRev)) {
+			return false, fmt.Errorf("%q@%d is out of order", *k, e.Rev)
+		}
 	} else {
 		delta := d.uvarint()
 		if d.err == nil && (delta == 0 || delta > uint64(1<<63-1-e.Rev)) {
-			return fmt.Errorf("a revision delta of %d", delta)
+			return false, fmt.Errorf("a revision delta of %d", delta)
 		}
 		e.Rev += int64(delta)
 		e.Sec += d.varint()
@@ -507,7 +577,7 @@ func (d *decoder) entry(e *Entry, first bool) error {
 		zone = d.uvarint()
 	}
 	if d.err == nil && (nsec >= 1e9 || zone > 1<<32-1) {
-		return fmt.Errorf("nanoseconds %d or zone %d out of range", nsec, zone)
+		return false, fmt.Errorf("nanoseconds %d or zone %d out of range", nsec, zone)
 	}
 	e.Nsec, e.Zone, e.Op, e.HasTTL, e.Expires, e.Value = int32(nsec), uint32(zone), op, hasTTL, 0, nil
 	if hasTTL {
@@ -516,5 +586,5 @@ func (d *decoder) entry(e *Entry, first bool) error {
 	if op == Put {
 		e.Value = d.bytes(d.uvarint())
 	}
-	return d.err
+	return newKey, d.err
 }

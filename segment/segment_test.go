@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +21,11 @@ import (
 // drawn from a small set (the empty key, shared prefixes, a key longer
 // than a block, bytes that are not UTF-8), sorted as a segment holds it.
 func randomEntries(rng *rand.Rand, n int) []Entry {
-	keys := []string{"", "a", "ab", "abc", "b", "b\xff\x00", "k/00000001", "k/00000002", strings.Repeat("long", 300)}
+	return randomEntriesOf(rng, n, []string{"", "a", "ab", "ab\x00\x00\x00\x00\x00\x00\x01", "abc", "b", "b\x00", "b\xff\x00", "k/00000001", "k/00000002", strings.Repeat("long", 300)})
+}
+
+// randomEntriesOf is randomEntries over the given keys.
+func randomEntriesOf(rng *rand.Rand, n int, keys []string) []Entry {
 	es := make([]Entry, n)
 	// Times never go back from one revision to the next; some are extreme
 	// instants, far past where Unix nanoseconds fit, and some repeat.
@@ -103,7 +108,7 @@ func same(t *testing.T, want, got Entry, what string) {
 // entries written: All gives them back, Get answers every (key, revision)
 // with one block read, History every range.
 func TestRoundTrip(t *testing.T) {
-	for _, bs := range []int{1, 64, 4096, DefaultBlockSize} {
+	for _, bs := range []int{1, 64, 1024, DefaultBlockSize, 4 * DefaultBlockSize} {
 		t.Run(fmt.Sprint("block=", bs), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(bs), 7))
 			const n = 3000
@@ -112,7 +117,11 @@ func TestRoundTrip(t *testing.T) {
 			r, err := Open(bytes.NewReader(file), int64(len(file)))
 			require.NoError(t, err)
 			f := r.Footer()
-			require.Equal(t, Footer{First: 1, Last: n, TimesFrom: 1, Entries: n, Keys: 9, Prev: [32]byte{1}, Digest: [32]byte{2}}, f)
+			keys := map[string]bool{}
+			for _, e := range es {
+				keys[e.Key] = true
+			}
+			require.Equal(t, Footer{First: 1, Last: n, TimesFrom: 1, Entries: n, Keys: int64(len(keys)), Prev: [32]byte{1}, Digest: [32]byte{2}}, f)
 			meta, err := r.Meta()
 			require.NoError(t, err)
 			require.Equal(t, []byte("zones"), meta)
@@ -424,4 +433,35 @@ func TestTimesReadOnce(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, int64(4), r.BlocksRead()-before, "four time blocks, each read once")
+}
+
+// TestKeysOutOfOrderAreCorrupt: a block whose checksum holds but whose
+// keys go back (a forger's, or a writer's bug) is ErrCorrupt to a read
+// that decodes past the place where they do. (A point read stops at the
+// first key after its own, so one for kB stops at kC and finds nothing.)
+func TestKeysOutOfOrderAreCorrupt(t *testing.T) {
+	es := []Entry{{Key: "kA", Rev: 1, Op: Delete}, {Key: "kB", Rev: 2, Op: Delete}, {Key: "kC", Rev: 3, Op: Delete}}
+	file := build(t, es, 3, 0)
+	r, err := Open(bytes.NewReader(file), int64(len(file)))
+	require.NoError(t, err)
+	require.NoError(t, r.Load())
+	f := r.fences[0]
+	block := file[f.off : f.off+f.len]
+	body := block[:len(block)-4]
+	iB, iC := bytes.IndexByte(body, 'B'), bytes.IndexByte(body, 'C')
+	require.True(t, iB > 0 && iC > iB && bytes.Count(body, []byte("B")) == 1 && bytes.Count(body, []byte("C")) == 1, "one B and one C in the block")
+	body[iB], body[iC] = 'C', 'B' // kA, kC, kB
+	binary.LittleEndian.PutUint32(block[len(body):], checksum(body))
+
+	r, err = Open(bytes.NewReader(file), int64(len(file)))
+	require.NoError(t, err)
+	_, _, err = r.Get("kC", 3)
+	require.ErrorIs(t, err, ErrCorrupt)
+	for _, err := range r.All() {
+		if err != nil {
+			require.ErrorIs(t, err, ErrCorrupt)
+			return
+		}
+	}
+	t.Fatal("All read a block out of order")
 }

@@ -6,19 +6,21 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
 // TestReadsVersion1: a segment written by the build before flagSameZone
-// (testdata/v1.seg: randomEntries of seed 1, 2, 500 revisions, 256-byte
-// blocks, as build writes them) reads back whole, every way.
+// (testdata/v1.seg: randomEntriesOf seed 1, 2, 500 revisions and the keys
+// randomEntries drew from then, 256-byte blocks, as build writes them) reads back whole, every way.
 func TestReadsVersion1(t *testing.T) {
 	file, err := os.ReadFile("testdata/v1.seg")
 	require.NoError(t, err)
 	require.Equal(t, uint32(1), binary.LittleEndian.Uint32(file[len(file)-16:]), "the fixture's footer version")
-	es := randomEntries(rand.New(rand.NewPCG(1, 2)), 500)
+	v1Keys := []string{"", "a", "ab", "abc", "b", "b\xff\x00", "k/00000001", "k/00000002", strings.Repeat("long", 300)}
+	es := randomEntriesOf(rand.New(rand.NewPCG(1, 2)), 500, v1Keys)
 	err = readAll(Open, file, es)
 	require.EqualError(t, err, "no damage seen")
 	r, err := Open(bytes.NewReader(file), int64(len(file)))
