@@ -3,7 +3,10 @@ package revkv
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/segment"
@@ -208,12 +211,37 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 	if t == nil {
 		return 0, nil
 	}
+	// Segments are re-hashed on every core, each from its own digest
+	// before (Open checked that the footers link up); their results are
+	// taken in order, so progress and the error named are the same as one
+	// at a time would give.
+	type result struct {
+		n   int64
+		err error
+	}
+	results := make([]chan result, len(t.segs))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	var next atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	defer wg.Wait() // no worker reads a segment after VerifySealed returns
+	defer stop.Store(true)
+	for range min(runtime.GOMAXPROCS(0), len(t.segs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(t.segs) && !stop.Load(); i = int(next.Add(1) - 1) {
+				k, err := s.verifySegment(t, i)
+				results[i] <- result{k, err}
+			}
+		})
+	}
 	var n int64
 	for i := range t.segs {
-		k, err := s.verifySegment(t, i)
-		n += k
-		if err != nil {
-			return n, &OpError{Op: "verify", Key: t.refs[i].Name(), Err: err}
+		r := <-results[i]
+		n += r.n
+		if r.err != nil {
+			return n, &OpError{Op: "verify", Key: t.refs[i].Name(), Err: r.err}
 		}
 		if progress != nil {
 			progress(Revision(t.refs[i].Last))

@@ -224,8 +224,8 @@ func TestSealedDamage(t *testing.T) {
 	require.Error(t, readAll(), "a missing segment")
 }
 
-// TestVerifySealed re-hashes a sealed store's entries, then forges one
-// segment: a value changed and the segment rewritten whole, with good
+// TestVerifySealed re-hashes a sealed store's entries (three segments,
+// side by side, reported in order), then forges the middle one: a value changed and the segment rewritten whole, with good
 // checksums, its footer and the manifest as before. Open cannot tell (it
 // reads footers); VerifySealed names the revisions between the last digest
 // that held and the first that broke, the forged one among them.
@@ -233,7 +233,15 @@ func TestVerifySealed(t *testing.T) {
 	m := vfs.NewMem()
 	s := sealWorkload(t, m, 3, WithMemory(1<<40))
 	require.NoError(t, s.Checkpoint())
-	n, err := s.VerifySealed(nil)
+	for i := range 2 { // two more segments after it
+		for j := range 50 {
+			_, err := s.Put(fmt.Sprint("more", j%7), fmt.Sprint(i, j))
+			require.NoError(t, err)
+		}
+		require.NoError(t, s.Checkpoint())
+	}
+	var progress []Revision
+	n, err := s.VerifySealed(func(r Revision) { progress = append(progress, r) })
 	require.NoError(t, err)
 	require.Positive(t, n)
 	require.NoError(t, s.Close())
@@ -241,7 +249,13 @@ func TestVerifySealed(t *testing.T) {
 	man, ok, err := segment.ReadManifest(m, "/db")
 	require.NoError(t, err)
 	require.True(t, ok)
-	ref := man.Segments[0]
+	require.Greater(t, len(man.Segments), 1, "segments are verified side by side: more than one")
+	var lasts []Revision
+	for _, ref := range man.Segments {
+		lasts = append(lasts, Revision(ref.Last))
+	}
+	require.Equal(t, lasts, progress, "progress reports each segment, in order")
+	ref := man.Segments[1] // the one in the middle: the error names it, not the one after
 	name := filepath.Join("/db", ref.Name())
 	f, err := m.OpenReaderAt(name)
 	require.NoError(t, err)
@@ -269,7 +283,7 @@ func TestVerifySealed(t *testing.T) {
 	size, err := w.Finish(ft.Prev, ft.Digest, meta)
 	require.NoError(t, err)
 	m.WriteFile(name, buf.Bytes())
-	man.Segments[0].Size = size
+	man.Segments[1].Size = size
 	require.NoError(t, segment.WriteManifest(m, "/db", &man))
 
 	s, err = Open("/db", StringCodec(), WithFS(m))
@@ -277,6 +291,7 @@ func TestVerifySealed(t *testing.T) {
 	defer s.Close()
 	_, err = s.VerifySealed(nil)
 	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorContains(t, err, ref.Name())
 	var lo, hi int64
 	_, serr := fmt.Sscanf(err.Error()[strings.Index(err.Error(), "revisions "):], "revisions %d to %d: the hash chain breaks", &lo, &hi)
 	require.NoError(t, serr, "%v", err)

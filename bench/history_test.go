@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -350,3 +351,37 @@ func streamRange(b *testing.B, s *revkv.Store[[]byte]) {
 }
 
 var wRange = flag.Int("w.range", 1_000_000, "entries of the key BenchmarkHistoryRange streams (a multiple of 1,000)")
+
+// BenchmarkVerifySealed re-hashes every sealed entry of the W(N) directory
+// -w.dir names (what `revkv verify` does after Open), against SHA-256 alone
+// over as many links of the same size: W's link is the digest before (32
+// bytes) and a 16-byte put of a 10-byte key, 100 bytes (package chain).
+func BenchmarkVerifySealed(b *testing.B) {
+	if *wDir == "" {
+		b.Skip("give -w.dir a W(N) directory")
+	}
+	s, err := revkv.Open(*wDir, revkv.BytesCodec(), revkv.WithReadOnly())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var n int64
+	b.Run("op=verify", func(b *testing.B) {
+		for b.Loop() {
+			if n, err = s.VerifySealed(nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mrev/s")
+	})
+	b.Run("op=sha256-raw", func(b *testing.B) {
+		link := make([]byte, 100)
+		for b.Loop() {
+			for range n {
+				d := sha256.Sum256(link)
+				copy(link, d[:])
+			}
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mrev/s")
+	})
+}

@@ -3,19 +3,25 @@ package segment
 import (
 	"fmt"
 	"iter"
+	"slices"
 )
 
-// orderCache is how many decoded blocks Revisions keeps: revisions close
-// together are mostly written to keys close together or to the same keys,
-// whose entries share blocks.
-const orderCache = 16
+// orderWindow is how many revisions Revisions gathers at a time. Each
+// block holding an entry of a window is decoded once for it; when every
+// revision writes another key, as a store's round of many keys does, that
+// is every block of the segment, so fewer, larger windows decode less, at
+// the price of the window's entries held at once.
+var orderWindow int64 = 1 << 18 // a variable for the tests
 
 // Revisions yields the segment's entries with lo <= Rev <= hi in revision
 // order, from TimesFrom on (the revisions below it have no locator: a
-// caller finds their few entries with All). Each revision's locator names
-// the block of its entry; the last orderCache blocks decoded are kept, so
-// that a run of revisions in nearby blocks reads each block once. Memory
-// is bounded by the cache, however long the range.
+// caller finds their few entries with All). It works a window of
+// revisions at a time: the window's locators name the blocks that hold
+// its entries; each of those is decoded once, and its entries in the
+// window are set in place by revision, their values copied out of the
+// block. Memory is bounded by the window, however long the range. Damage
+// (an entry its locator does not place in that block, a locator naming a
+// block without it) is ErrCorrupt.
 func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		if err := sr.Load(); err != nil {
@@ -23,66 +29,100 @@ func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 			return
 		}
 		lo, hi = max(lo, sr.footer.TimesFrom), min(hi, sr.footer.Last)
-		var (
-			cache   [orderCache]decoded
-			next    int // the cache slot to fill next
-			tBlock  = -1
-			locs    []int32
-			tFirst  int64 // the revision of locs[0]
-			decoded = func(b int32) (*decoded, error) {
-				for i := range cache {
-					if cache[i].es != nil && cache[i].block == b {
-						return &cache[i], nil
-					}
-				}
-				c := &cache[next]
-				next = (next + 1) % orderCache
-				*c = decoded{block: b, at: make(map[int64]int)}
-				for e, err := range sr.block(int(b)) {
-					if err != nil {
-						return nil, err
-					}
-					c.at[e.Rev] = len(c.es)
-					c.es = append(c.es, e)
-				}
-				return c, nil
-			}
-		)
-		for rev := lo; rev <= hi; rev++ {
-			k := rev - sr.footer.TimesFrom
-			if i := int(k / timesPerBlock); i != tBlock {
-				var err error
-				if _, locs, err = sr.times(i); err != nil {
-					yield(Entry{}, err)
-					return
-				}
-				tBlock, tFirst = i, sr.footer.TimesFrom+int64(i)*timesPerBlock
-			}
-			b := locs[rev-tFirst]
-			if b < 0 {
-				continue // no entry: a trim dropped it before the seal
-			}
-			c, err := decoded(b)
-			if err != nil {
+		var w orderWin
+		for from := lo; from <= hi; from += orderWindow {
+			to := min(from+orderWindow-1, hi)
+			if err := w.gather(sr, from, to); err != nil {
 				yield(Entry{}, err)
 				return
 			}
-			j, ok := c.at[rev]
-			if !ok {
-				yield(Entry{}, fmt.Errorf("%w: revision %d's locator names block %d, which does not hold it", ErrCorrupt, rev, b))
-				return
-			}
-			if !yield(c.es[j], nil) {
-				return
+			for i := range w.es {
+				if w.locs[i] >= 0 && !yield(w.es[i], nil) {
+					return
+				}
 			}
 		}
 	}
 }
 
-// decoded is a block's entries, decoded once for Revisions, with each
-// one's index by revision.
-type decoded struct {
-	block int32
-	es    []Entry
-	at    map[int64]int
+// orderWin is one window of Revisions: each revision's locator, and its
+// entry once gathered.
+type orderWin struct {
+	locs   []int32 // of revision from+i; < 0: no entry
+	es     []Entry // of revision from+i, where locs[i] >= 0
+	marked []bool  // by block: a locator names it
+	buf    []byte  // a block's bytes, read again for each block
+}
+
+// gather fills w with revisions [from, to]'s entries.
+func (w *orderWin) gather(sr *Reader, from, to int64) error {
+	n := int(to - from + 1)
+	w.locs = slices.Grow(w.locs[:0], n)[:n]
+	if w.marked == nil {
+		w.marked = make([]bool, len(sr.fences))
+	}
+	w.es = make([]Entry, n) // a new array: the caller may keep what was yielded
+	tBlock, tFirst := -1, int64(0)
+	var locs []int32
+	for r := from; r <= to; r++ {
+		if i := int((r - sr.footer.TimesFrom) / timesPerBlock); i != tBlock {
+			var err error
+			if _, locs, err = sr.times(i); err != nil {
+				return err
+			}
+			tBlock, tFirst = i, sr.footer.TimesFrom+int64(i)*timesPerBlock
+		}
+		b := locs[r-tFirst]
+		w.locs[r-from] = b
+		if b >= 0 {
+			w.marked[b] = true // times checked it is a block of the segment
+		}
+	}
+	var vals []byte // the window's values, copied out of their blocks
+	for i, m := range w.marked {
+		if !m {
+			continue
+		}
+		w.marked[i] = false
+		bi := int32(i)
+		b, err := sr.load(i, w.buf)
+		if err != nil {
+			return err
+		}
+		w.buf = b.entries[:0]
+		c := sr.cursorAt(b, 0, nil)
+		var key string
+		for c.next() {
+			if c.newKey {
+				key = ""
+			}
+			r := c.e.Rev
+			if r < from || r > to {
+				continue
+			}
+			if w.locs[r-from] != bi || w.es[r-from].Rev != 0 {
+				return fmt.Errorf("%w: revision %d is in block %d, its locator names block %d", ErrCorrupt, r, bi, w.locs[r-from])
+			}
+			if key == "" {
+				key = string(c.k)
+			}
+			e := c.e
+			e.Key = key
+			if len(e.Value) > 0 {
+				at := len(vals)
+				vals = append(vals, e.Value...)
+				e.Value = vals[at:len(vals):len(vals)]
+			}
+			w.es[r-from] = e
+		}
+		if c.err != nil {
+			return c.err
+		}
+	}
+	for i, b := range w.locs {
+		if b >= 0 && w.es[i].Rev == 0 {
+			return fmt.Errorf("%w: revision %d's locator names block %d, which does not hold it", ErrCorrupt, from+int64(i), b)
+		}
+	}
+	return nil
 }

@@ -376,7 +376,9 @@ func TestTimesFrom(t *testing.T) {
 // a tenth of the revisions' entries dropped (as trims leave them), at
 // several block sizes, and against brute force.
 func TestRevisions(t *testing.T) {
-	for _, bs := range []int{1, 256, DefaultBlockSize} {
+	defer func(w int64) { orderWindow = w }(orderWindow)
+	for i, bs := range []int{1, 256, DefaultBlockSize} {
+		orderWindow = []int64{7, 1000, 1 << 18}[i] // many windows, a few, one
 		rng := rand.New(rand.NewPCG(uint64(bs), 11))
 		const n = 5000
 		all := randomEntries(rng, n)
@@ -413,6 +415,48 @@ func TestRevisions(t *testing.T) {
 			for i := range w {
 				same(t, w[i], got[i], fmt.Sprint("entry ", i))
 			}
+		}
+	}
+}
+
+// TestLocatorsForged: a locator that names a block without its revision's
+// entry, or not the block that holds it, is ErrCorrupt to Revisions even
+// where every checksum holds.
+func TestLocatorsForged(t *testing.T) {
+	es := make([]Entry, 400)
+	for i := range es {
+		es[i] = Entry{Key: fmt.Sprintf("k%03d", i%40), Rev: int64(i/40*40 + i%40 + 1), Op: Delete}
+	}
+	slices.SortFunc(es, func(a, b Entry) int { return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.Rev, b.Rev)) })
+	for k, forge := range []func(locs []int32){
+		func(locs []int32) { locs[5] = locs[5]%2 + 1 }, // names another block: the entry's is not it, or it lacks the entry
+		func(locs []int32) { locs[5] = 0 },             // says there is no entry where there is
+	} {
+		var buf bytes.Buffer
+		w := NewWriter(&buf, 1, 400, 64)
+		for i := range es {
+			require.NoError(t, w.Add(&es[i]))
+		}
+		require.Greater(t, len(w.fences), 2)
+		forge(w.locs)
+		for range 400 {
+			require.NoError(t, w.AddTime(1, 0))
+		}
+		_, err := w.Finish([32]byte{}, [32]byte{}, nil)
+		require.NoError(t, err)
+		r, err := Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		require.NoError(t, err)
+		var last error
+		for _, err := range r.Revisions(1, 400) {
+			last = err
+		}
+		require.ErrorIs(t, last, ErrCorrupt)
+		if k == 0 { // alone, revision 6 is looked for in the block named only
+			last = nil
+			for _, err := range r.Revisions(6, 6) {
+				last = err
+			}
+			require.ErrorIs(t, last, ErrCorrupt)
 		}
 	}
 }
