@@ -50,15 +50,20 @@ func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 type orderWin struct {
 	locs   []int32 // of revision from+i; < 0: no entry
 	es     []Entry // of revision from+i, where locs[i] >= 0
-	marked []bool  // by block: a locator names it
+	blocks []int32 // the blocks the locators name, ascending
+	marked []bool  // by block, for a wide window: a locator names it
 	buf    []byte  // a block's bytes, read again for each block
 }
 
 // gather fills w with revisions [from, to]'s entries.
 func (w *orderWin) gather(sr *Reader, from, to int64) error {
 	n := int(to - from + 1)
-	w.locs = slices.Grow(w.locs[:0], n)[:n]
-	if w.marked == nil {
+	w.locs, w.blocks = slices.Grow(w.locs[:0], n)[:n], w.blocks[:0]
+	// A window of few revisions sorts the blocks its locators name; a
+	// wide one, which would spend more on the sort than on the blocks,
+	// marks them in a table of the segment's blocks.
+	wide := n >= len(sr.fences)/8
+	if wide && w.marked == nil {
 		w.marked = make([]bool, len(sr.fences))
 	}
 	w.es = make([]Entry, n) // a new array: the caller may keep what was yielded
@@ -74,18 +79,26 @@ func (w *orderWin) gather(sr *Reader, from, to int64) error {
 		}
 		b := locs[r-tFirst]
 		w.locs[r-from] = b
-		if b >= 0 {
+		switch {
+		case b >= 0 && wide:
 			w.marked[b] = true // times checked it is a block of the segment
+		case b >= 0:
+			w.blocks = append(w.blocks, b)
 		}
 	}
-	var vals []byte // the window's values, copied out of their blocks
-	for i, m := range w.marked {
-		if !m {
-			continue
+	if wide {
+		for i, m := range w.marked {
+			if m {
+				w.blocks, w.marked[i] = append(w.blocks, int32(i)), false
+			}
 		}
-		w.marked[i] = false
-		bi := int32(i)
-		b, err := sr.load(i, w.buf)
+	} else {
+		slices.Sort(w.blocks)
+		w.blocks = slices.Compact(w.blocks)
+	}
+	var vals []byte // the window's values, copied out of their blocks
+	for _, bi := range w.blocks {
+		b, err := sr.load(int(bi), w.buf)
 		if err != nil {
 			return err
 		}
