@@ -17,10 +17,13 @@ import (
 // ZADD) into a collection of 10 and of 1,000,000 elements, each command
 // one Update as the server runs it (no network: the cost measured is the
 // store's and the command's). BenchmarkZRangeByScore reads 10 members
-// from the middle of 10 and 1,000,000. BenchmarkMemoryPerElement reports
-// the heap one element costs.
+// from the middle of 10 and 1,000,000. BenchmarkZRankInMiddle asks
+// ZRANK of the middle member, ZCOUNT of the middle half and ZRANGE of 10
+// ranks in the middle of 10 and 1,000,000 members (by the rank cache's
+// trees, zcache.go, built before the timer starts).
+// BenchmarkMemoryPerElement reports the heap one element costs.
 //
-//	go test ./cmd/revkv-server -run='^$' -bench='Element|ZRange' -benchtime=20000x
+//	go test ./cmd/revkv-server -run='^$' -bench='Element|ZRange|ZRank' -benchtime=20000x
 
 // benchSizes are the collections' sizes compared (-bench-big sets the
 // second).
@@ -101,6 +104,30 @@ func BenchmarkZRangeByScore(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				s.run(c, "zrangebyscore", "k", from, "+inf", "limit", "0", "10")
+			}
+		})
+	}
+}
+
+func BenchmarkZRankInMiddle(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			s, c := benchServer()
+			defer s.store.Close()
+			fill(s, c, "zset", "k", size) // member i has score i
+			mid := size / 2
+			for _, q := range [][]string{
+				{"zrank", "k", "member" + strconv.Itoa(mid)},
+				{"zcount", "k", strconv.Itoa(size / 4), strconv.Itoa(size * 3 / 4)}, // half the members
+				{"zrange", "k", strconv.Itoa(mid - 5), strconv.Itoa(mid + 4)},       // 10 members
+			} {
+				b.Run(q[0], func(b *testing.B) {
+					s.run(c, q...) // builds the tree, if none
+					b.ResetTimer()
+					for range b.N {
+						s.run(c, q...)
+					}
+				})
 			}
 		})
 	}

@@ -215,7 +215,7 @@ func (s *server) tryBlocked(c *client, attempt func(tx *revkv.Txn[[]byte]) bool,
 	served := false
 	c.retrying = !first
 	defer func() { c.retrying = false }()
-	_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
+	_, err := s.updateZ(c, func(tx *revkv.Txn[[]byte]) error {
 		served = attempt(tx)
 		return nil
 	})

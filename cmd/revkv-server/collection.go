@@ -84,6 +84,10 @@ type meta struct {
 	e      revkv.Entry[[]byte]
 	exists bool
 	lim    *limits
+	// zc is the server's cache of sorted sets' trees, and zt the running
+	// Update's versions of them when m was read in one (zcache.go).
+	zc *zcache
+	zt *ztx
 }
 
 // isMeta reports whether a key's value is a collection's metadata.
@@ -115,8 +119,12 @@ type kv interface {
 	Descend(from string) iter.Seq2[string, []byte]
 }
 
-// viewKV reads a View as kv.
-type viewKV struct{ *revkv.View[[]byte] }
+// viewKV reads a View as kv; old says it is not the latest state (a
+// sorted set's tree is then not built from it: zcache.go).
+type viewKV struct {
+	*revkv.View[[]byte]
+	old bool
+}
 
 func (v viewKV) GetEntry(key string) (revkv.Entry[[]byte], bool) { return v.Entry(key) }
 
@@ -152,7 +160,7 @@ func typeName(t byte) string {
 func load(c *client, r kv, key string, typ byte) *meta {
 	e, ok := r.GetEntry(key)
 	if !ok {
-		return &meta{key: key, typ: typ, lim: &c.srv.limits} // its generation is made at its first element (el)
+		return &meta{key: key, typ: typ, lim: &c.srv.limits, zc: &c.srv.zsets, zt: c.ztx} // its generation is made at its first element (el)
 	}
 	if !isMeta(e.Value) || e.Value[len(metaMagic)] != typ {
 		c.w.Error(errWrongType)
@@ -160,6 +168,10 @@ func load(c *client, r kv, key string, typ byte) *meta {
 	}
 	m := decodeMeta(key, e)
 	m.lim = &c.srv.limits
+	m.zc = &c.srv.zsets
+	if _, ok := r.(*revkv.Txn[[]byte]); ok { // a View is read outside any Update
+		m.zt = c.ztx
+	}
 	return m
 }
 

@@ -332,8 +332,8 @@ func TestRESP3(t *testing.T) {
 	send("UNSUBSCRIBE\r\nHELLO 2\r\n", ">3\r\n$11\r\nunsubscribe\r\n$1\r\nc\r\n:0\r\n*14\r\n")
 }
 
-// ZRANK walks from both ends: every member's rank, near either end or in
-// the middle, from the bottom and from the top.
+// ZRANK, by the rank cache's tree (zcache.go): every member's rank, near
+// either end or in the middle, from the bottom and from the top.
 func TestZRankFromBothEnds(t *testing.T) {
 	_, addr := startServer(t, config{})
 	c := newClient(t, addr)

@@ -61,7 +61,7 @@ func (r *storeReader) kv() kv {
 	if r.view == nil {
 		r.view = r.store.Latest()
 	}
-	return viewKV{r.view}
+	return viewKV{View: r.view}
 }
 
 func (r *storeReader) close() {
@@ -83,7 +83,7 @@ func (r viewReader) Get(key string) ([]byte, bool)                   { return r.
 func (r viewReader) GetEntry(key string) (revkv.Entry[[]byte], bool) { return r.v.Entry(key) }
 func (r viewReader) Keys(prefix string) []string                     { return userKeys(r.kv(), prefix) }
 func (r viewReader) Len() int                                        { return len(r.Keys("")) }
-func (r viewReader) kv() kv                                          { return viewKV{r.v} }
+func (r viewReader) kv() kv                                          { return viewKV{View: r.v, old: true} }
 
 var commands = map[string]*command{}
 
@@ -184,7 +184,7 @@ func (s *server) dispatch(c *client, args [][]byte) {
 // store (closed, a failed disk) replaces it.
 func (s *server) update(c *client, fn func(tx *revkv.Txn[[]byte])) {
 	mark := c.w.Len()
-	_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
+	_, err := s.updateZ(c, func(tx *revkv.Txn[[]byte]) error {
 		fn(tx)
 		return nil
 	})

@@ -14,8 +14,9 @@ import (
 // has (databases is 1: only database 0 exists; save and appendonly say
 // what --dir means, which CONFIG SET does not change). CONFIG SET accepts
 // every parameter CONFIG GET knows, and applies the few that mean
-// something here: maxclients and client-output-buffer-limit's pubsub
-// class (see pubsub.go). The rest are remembered and answered back.
+// something here: maxclients, client-output-buffer-limit's pubsub
+// class (see pubsub.go) and revkv's own zset-rank-cache-members (the
+// members the sorted sets' rank cache holds, zcache.go; 0: none). The rest are remembered and answered back.
 
 // configs is the server's parameters.
 type configs struct {
@@ -44,6 +45,7 @@ var configDefaults = [][2]string{
 	{"set-max-intset-entries", "512"},
 	{"zset-max-listpack-entries", "128"},
 	{"zset-max-listpack-value", "64"},
+	{"zset-rank-cache-members", ""},
 	{"stream-node-max-bytes", "4096"},
 	{"stream-node-max-entries", "100"},
 	{"busy-reply-threshold", "5000"},
@@ -88,6 +90,8 @@ func (s *server) initConfig() {
 	v["requirepass"] = s.cfg.requirepass
 	s.maxClients.Store(int64(s.cfg.maxClients))
 	s.limits.init()
+	s.zsets.init(s.cfg.zsetCacheSize())
+	v["zset-rank-cache-members"] = strconv.FormatInt(s.cfg.zsetCacheSize(), 10)
 	s.pubsubLimit.Store(32 << 20)
 }
 
@@ -188,6 +192,13 @@ func (s *server) configSet(c *client, a [][]byte) {
 				return
 			}
 			s.maxClients.Store(n)
+		case "zset-rank-cache-members":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				c.w.Error("ERR CONFIG SET failed (possibly related to argument 'zset-rank-cache-members') - argument couldn't be parsed into an integer")
+				return
+			}
+			s.zsets.setMax(n)
 		case "client-output-buffer-limit":
 			n, ok := pubsubHardLimit(v)
 			if ok && n >= 0 {

@@ -53,6 +53,7 @@ func main() {
 	fs.StringVar(&cfg.requirepass, "requirepass", "", "clients must AUTH with `PASSWORD` (default: no password)")
 	fs.IntVar(&cfg.maxClients, "max-clients", 10000, "serve at most `N` connections at once (0: no limit)")
 	fs.Int64Var(&cfg.maxValue, "max-value", 512<<20, "the largest bulk string a client may send, in `BYTES` (Redis's proto-max-bulk-len)")
+	fs.Int64Var(&cfg.zsetCache, "zset-rank-cache", defaultZsetCache, "keep the trees that make ZRANK, ZCOUNT and ZRANGE by rank O(log n) for up to `N` sorted-set members in all (0: none)")
 	pageFlags(fs)
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -65,6 +66,9 @@ func main() {
 	if *showVersion {
 		fmt.Println("revkv-server", version)
 		return
+	}
+	if cfg.zsetCache <= 0 { // the flag's 0 is none; config's, the default
+		cfg.zsetCache = -1
 	}
 	if fs.NArg() > 0 {
 		fatal("unexpected argument %q (see 'revkv-server --help')", fs.Arg(0))

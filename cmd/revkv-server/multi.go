@@ -83,7 +83,7 @@ func cmdExec(s *server, c *client, _ [][]byte) {
 	replies := make([][]byte, len(queued))
 	aborted := false
 	mark := c.w.Len()
-	_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
+	_, err := s.updateZ(c, func(tx *revkv.Txn[[]byte]) error {
 		for k, rev := range watched {
 			if tx.ModRev(k) != rev {
 				aborted = true

@@ -184,7 +184,7 @@ func TestHelp(t *testing.T) {
 		require.Contains(t, string(out), "Usage: revkv-server [flags]")
 		for _, f := range []string{"--addr HOST:PORT", "--dir DIR", "--sync MODE", "--max-history N", "--retention DURATION",
 			"--expiry-interval DURATION", "--requirepass PASSWORD", "--max-clients N", "--max-value BYTES", "--log-level LEVEL",
-			"--cpuprofile FILE", "--version"} {
+			"--cpuprofile FILE", "--zset-rank-cache N", "--version"} {
 			require.Contains(t, string(out), "\n  "+f+" ", "%s lists %s", arg, f)
 		}
 		require.Contains(t, string(out), "Examples:\n")

@@ -23,6 +23,7 @@ type config struct {
 	requirepass string
 	maxClients  int
 	maxValue    int64 // Redis's proto-max-bulk-len: the longest bulk string a client sends, and the longest string APPEND and SETRANGE make
+	zsetCache   int64 // members the sorted sets' rank cache holds (zcache.go); 0: the default, < 0: none
 }
 
 // server speaks RESP to its clients over one store. Every command is one
@@ -53,7 +54,8 @@ type server struct {
 	pubsubLimit atomic.Int64 // bytes a subscriber's unsent messages may reach; 0: no limit
 	pubsub      pubsub
 	blocking    blocking
-	panicSites  sites // where recovered panics came from, for the log
+	zsets       zcache // sorted sets' order-statistics trees (zcache.go)
+	panicSites  sites  // where recovered panics came from, for the log
 	stats       struct {
 		commands    atomic.Int64
 		connections atomic.Int64
@@ -70,6 +72,17 @@ func newServer(store *revkv.Store[[]byte], cfg config, log *slog.Logger) *server
 		blocking: blocking{closed: make(chan struct{})}}
 	s.initConfig()
 	return s
+}
+
+// zsetCacheSize is cfg's bound of the rank cache, in members.
+func (cfg config) zsetCacheSize() int64 {
+	switch {
+	case cfg.zsetCache == 0:
+		return defaultZsetCache
+	case cfg.zsetCache < 0:
+		return 0
+	}
+	return cfg.zsetCache
 }
 
 // client is one connection's state. Its fields are used by its own
@@ -109,6 +122,9 @@ type client struct {
 	// inExec while EXEC runs its commands.
 	retrying bool
 	inExec   bool
+	// ztx is the running Update's versions of sorted sets' trees (nil
+	// outside one: updateZ).
+	ztx *ztx
 	// readAt is when the command being run was read: blocked clients
 	// queue in that order (block.go).
 	readAt time.Time

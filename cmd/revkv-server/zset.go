@@ -12,8 +12,9 @@ import (
 // Sorted sets: per member, a member record ('m' member -> score) and an
 // index record ('z' score member, the score encoded in byte order; see
 // collection.go). ZSCORE reads one record; a range by score or by lex
-// seeks the index at its start and reads m members: O(log n + m). A range
-// by rank walks from the nearer end: O(log n + min(start, n - stop) + m).
+// seeks the index at its start and reads m members: O(log n + m). Ranks
+// and counts come from an order-statistics tree kept beside the store
+// (zcache.go, zrank.go): O(log n), and O(log n + m) for a range by rank.
 
 // zel is a member and its score.
 type zel struct {
@@ -35,6 +36,7 @@ func (m *meta) zSet(tx *revkv.Txn[[]byte], member string, score float64) bool {
 		score = 0 // Redis keeps -0 as 0 (its listpack stores the integer); only ZINCRBY's reply shows -0
 	}
 	m.grow([]byte(member))
+	t := m.ztrack() // before m.n moves: a cached tree is checked against it
 	old, had := m.zScore(tx, member)
 	if had {
 		if old == score {
@@ -46,10 +48,17 @@ func (m *meta) zSet(tx *revkv.Txn[[]byte], member string, score float64) bool {
 	}
 	tx.Put(m.el('m', member), scoreValue(score))
 	tx.Put(m.el('z', encodeScore(score)+member), []byte{})
+	if t != nil && t.root != nil {
+		if had {
+			t.root = zdelete(t.root, encodeScore(old)+member)
+		}
+		t.root = zinsert(t.root, encodeScore(score)+member)
+	}
 	return !had
 }
 
 func (m *meta) zDel(tx *revkv.Txn[[]byte], member string) bool {
+	t := m.ztrack()
 	old, had := m.zScore(tx, member)
 	if !had {
 		return false
@@ -57,6 +66,9 @@ func (m *meta) zDel(tx *revkv.Txn[[]byte], member string) bool {
 	tx.Delete(m.el('m', member))
 	tx.Delete(m.el('z', encodeScore(old)+member))
 	m.n--
+	if t != nil && t.root != nil {
+		t.root = zdelete(t.root, encodeScore(old)+member)
+	}
 	return true
 }
 
@@ -116,7 +128,9 @@ func (m *meta) zRange(r kv, q zquery) []zel {
 			start, stop = m.n-1-stop, m.n-1-start
 		}
 		want := int(stop - start + 1)
-		if start <= m.n-1-stop { // nearer the bottom
+		if els, ok := m.zRangeRanks(r, start, stop); ok {
+			out = els
+		} else if start <= m.n-1-stop { // no tree: walk from the nearer end, the bottom
 			skip := start
 			m.zAsc(r, math.Inf(-1), func(z zel) bool {
 				if skip > 0 {
@@ -263,13 +277,9 @@ func rankRange(start, stop, n int64) (int64, int64, bool) {
 	return start, min(stop, n-1), true
 }
 
-// zRank is the member's rank from the bottom, or from the top: walking
-// from both ends at once, O(min(rank, n - rank)).
-func (m *meta) zRank(r kv, member string, rev bool) (int64, bool) {
-	s, ok := m.zScore(r, member)
-	if !ok {
-		return 0, false
-	}
+// zRankWalk is the rank of member, of score s, from the bottom or from
+// the top, walking from both ends at once: O(min(rank, n - rank)).
+func (m *meta) zRankWalk(r kv, member string, s float64, rev bool) (int64, bool) {
 	target := zel{member, s}
 	up, stopUp := iter.Pull(func(yield func(zel) bool) { m.zAsc(r, math.Inf(-1), yield) })
 	defer stopUp()
@@ -290,12 +300,6 @@ func (m *meta) zRank(r kv, member string, rev bool) (int64, bool) {
 		return m.n - 1 - rank, true
 	}
 	return rank, true
-}
-
-// zCount counts a score or lex range by walking it.
-func (m *meta) zCount(r kv, q zquery) int64 {
-	q.limit, q.offset = -1, 0
-	return int64(len(m.zRange(r, q)))
 }
 
 // zReply writes members, with their scores if withScores, as a flat array.

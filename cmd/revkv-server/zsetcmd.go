@@ -291,7 +291,7 @@ func zRangeCmd(c *client, r kv, a [][]byte, by byte, rev, store bool, tx *revkv.
 // storeZset replaces dst by a sorted set of els (none: dst is deleted).
 func storeZset(c *client, tx *revkv.Txn[[]byte], dst string, els []zel) {
 	del(tx, dst)
-	m := &meta{key: dst, typ: tZset, lim: &c.srv.limits}
+	m := &meta{key: dst, typ: tZset, lim: &c.srv.limits, zc: &c.srv.zsets, zt: c.ztx}
 	for _, z := range els {
 		m.zSet(tx, z.member, z.score)
 	}
