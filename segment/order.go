@@ -11,7 +11,7 @@ import (
 // revision writes another key, as a store's round of many keys does, that
 // is every block of the segment, so fewer, larger windows decode less, at
 // the price of the window's entries held at once.
-var orderWindow int64 = 1 << 18 // a variable for the tests
+var orderWindow int64 = 1 << 17 // a variable for the tests
 
 // Revisions yields the segment's entries with lo <= Rev <= hi in revision
 // order, from TimesFrom on (the revisions below it have no locator: a
@@ -66,7 +66,10 @@ func (w *orderWin) gather(sr *Reader, from, to int64) error {
 	if wide && w.marked == nil {
 		w.marked = make([]bool, len(sr.fences))
 	}
-	w.es = make([]Entry, n) // a new array: the caller may keep what was yielded
+	// Entries are yielded by value, so the array serves every window; the
+	// values are copied into a new array for each (a caller may keep them).
+	w.es = slices.Grow(w.es[:0], n)[:n]
+	clear(w.es)
 	tBlock, tFirst := -1, int64(0)
 	var locs []int32
 	for r := from; r <= to; r++ {
