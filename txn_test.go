@@ -397,3 +397,49 @@ func TestTxnKeys(t *testing.T) {
 		require.NoError(t, s.Close())
 	}
 }
+
+// A View's ModRev answers what a transaction's did at the view's
+// revision, from memory and from sealed history alike, and a put whose
+// TTL has passed at the view's time, its expiry not yet written, answers
+// a revision after the view's, as the transaction writing that expiry
+// first would.
+func TestViewModRev(t *testing.T) {
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	for _, sealed := range []bool{false, true} {
+		s, err := revkv.Open(t.TempDir(), revkv.StringCodec(), revkv.WithClock(clock), revkv.WithMemory(1<<20))
+		require.NoError(t, err)
+		s.Put("a", "1")
+		s.Put("b", "1")
+		s.Delete("b")
+		s.PutTTL("c", "1", time.Second)
+		if sealed {
+			require.NoError(t, s.Checkpoint())
+		}
+		v := s.Latest()
+		for key, want := range map[string]revkv.Revision{"a": 1, "b": 3, "c": 4, "d": 0} {
+			require.Equal(t, want, v.ModRev(key), "%s, sealed %v", key, sealed)
+		}
+		v.Close()
+		v, err = s.At(2)
+		require.NoError(t, err)
+		for key, want := range map[string]revkv.Revision{"a": 1, "b": 2, "c": 0} {
+			require.Equal(t, want, v.ModRev(key), "%s at 2, sealed %v", key, sealed)
+		}
+		v.Close()
+
+		now = now.Add(2 * time.Second) // c is due; its expiry is not written yet
+		v = s.Latest()
+		require.Greater(t, v.ModRev("c"), v.Rev(), "a due expiry counts as a change")
+		require.Equal(t, revkv.Revision(1), v.ModRev("a"))
+		_, err = s.Update(func(tx *revkv.Txn[string]) error {
+			require.Greater(t, tx.ModRev("c"), revkv.Revision(4), "the transaction writes it first")
+			return nil
+		})
+		require.NoError(t, err)
+		require.NoError(t, v.Err())
+		v.Close()
+		require.NoError(t, s.Close())
+		now = now.Add(time.Minute)
+	}
+}

@@ -138,6 +138,43 @@ func (v *View[V]) Err() error {
 	return nil
 }
 
+// ModRev returns the revision of key's newest entry in the view — a put, a
+// delete or an expiry — or 0 if no entry of the key is kept: what
+// Txn.ModRev answered in a transaction at the view's revision, for an
+// optimistic check made at a view (a read-only EXEC in revkv-server). A
+// put whose TTL has passed at the view's time, its expiry not yet
+// written, answers as a transaction would, which writes due expiries
+// first: a revision after the view's. An error reading sealed history is
+// the view's (Err), and answers 0.
+func (v *View[V]) ModRev(key string) Revision {
+	kl := v.s.lookup(key)
+	if v.closed.Load() || v.rev == 0 || kl == nil {
+		return 0
+	}
+	kl.mu.RLock()
+	e, st := kl.log.At(v.rev)
+	kl.mu.RUnlock()
+	now := ttl.Nanos(v.t)
+	switch st {
+	case revlog.Found:
+		if e.Op == revlog.Put && !e.Live(now) {
+			return Revision(v.rev + 1)
+		}
+		return Revision(e.Rev)
+	case revlog.Sealed:
+		pub, ok, err := v.s.sealedRead(kl.key, v.rev)
+		switch {
+		case err != nil:
+			v.err.CompareAndSwap(nil, &err)
+		case ok && pub.Op == OpPut && !liveAt(&pub, now):
+			return Revision(v.rev + 1)
+		case ok:
+			return pub.Rev
+		}
+	}
+	return 0
+}
+
 // Get returns key's value in the view.
 func (v *View[V]) Get(key string) (V, bool) {
 	r, ok := v.entry(key)

@@ -72,12 +72,19 @@ func fill(s *server, c *client, typ, key string, n int) {
 }
 
 func BenchmarkElementWrite(b *testing.B) {
-	for _, typ := range []string{"hash", "list", "set", "zset"} {
+	for _, typ := range []string{"hash", "list", "set", "zset", "zset-ranked"} {
 		for _, size := range benchSizes {
 			b.Run(fmt.Sprintf("%s/%d", typ, size), func(b *testing.B) {
 				s, c := benchServer()
 				defer s.store.Close()
-				fill(s, c, typ, "k", size)
+				typ := typ
+				if typ == "zset-ranked" { // a ZADD that keeps the set's rank tree up to date too
+					typ = "zset"
+					fill(s, c, typ, "k", size)
+					s.run(c, "zrank", "k", "member0")
+				} else {
+					fill(s, c, typ, "k", size)
+				}
 				args := make([][]string, b.N)
 				for i := range args {
 					m := "new" + strconv.Itoa(i)

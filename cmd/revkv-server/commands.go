@@ -76,6 +76,16 @@ func (r txReader) Keys(prefix string) []string { return userKeys(r.Txn, prefix) 
 func (r txReader) Len() int                    { return len(r.Keys("")) }
 func (r txReader) kv() kv                      { return r.Txn }
 
+// latestReader reads a View of the latest state, as storeReader does the
+// store: a read-only EXEC's commands (execReads).
+type latestReader struct{ v *revkv.View[[]byte] }
+
+func (r latestReader) Get(key string) ([]byte, bool)                   { return r.v.Get(key) }
+func (r latestReader) GetEntry(key string) (revkv.Entry[[]byte], bool) { return r.v.Entry(key) }
+func (r latestReader) Keys(prefix string) []string                     { return userKeys(r.kv(), prefix) }
+func (r latestReader) Len() int                                        { return len(r.Keys("")) }
+func (r latestReader) kv() kv                                          { return viewKV{View: r.v} }
+
 // viewReader reads a View: REVKV.AT's commands.
 type viewReader struct{ v *revkv.View[[]byte] }
 

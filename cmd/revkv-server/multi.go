@@ -74,6 +74,9 @@ func cmdExec(s *server, c *client, _ [][]byte) {
 	}
 	queued, dirty, watched := c.queued, c.dirty, c.watched
 	c.inMulti, c.dirty, c.queued, c.watched = false, false, nil, nil
+	if hook := s.execHook.Load(); hook != nil {
+		(*hook)()
+	}
 	if dirty {
 		c.w.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
@@ -81,29 +84,14 @@ func cmdExec(s *server, c *client, _ [][]byte) {
 	// Replies are built aside, per command, so that the ones run after the
 	// Update land in their places.
 	replies := make([][]byte, len(queued))
-	aborted := false
 	mark := c.w.Len()
-	_, err := s.updateZ(c, func(tx *revkv.Txn[[]byte]) error {
-		for k, rev := range watched {
-			if tx.ModRev(k) != rev {
-				aborted = true
-				return nil
-			}
-		}
-		for i, args := range queued {
-			cmd := lookup(args[0])
-			switch {
-			case cmd.read != nil:
-				cmd.read(c, txReader{tx}, args)
-			case cmd.write != nil:
-				cmd.write(c, tx, args)
-			default:
-				continue
-			}
-			replies[i] = c.w.Take(mark)
-		}
-		return nil
-	})
+	var aborted bool
+	var err error
+	if v := c.execView; v != nil {
+		aborted, err = execReads(c, v, queued, watched, replies, mark)
+	} else {
+		aborted, err = execUpdate(s, c, queued, watched, replies, mark)
+	}
 	if err != nil {
 		c.w.Truncate(mark)
 		c.w.Error(storeError(err))
@@ -126,6 +114,68 @@ func cmdExec(s *server, c *client, _ [][]byte) {
 	for _, r := range replies {
 		c.w.Raw(r)
 	}
+}
+
+// execUpdate runs the queued commands in one Update, after checking the
+// watched keys in it; each read or write command's reply goes in its
+// place in replies.
+func execUpdate(s *server, c *client, queued [][][]byte, watched map[string]revkv.Revision, replies [][]byte, mark int) (aborted bool, err error) {
+	_, err = s.updateZ(c, func(tx *revkv.Txn[[]byte]) error {
+		for k, rev := range watched {
+			if tx.ModRev(k) != rev {
+				aborted = true
+				return nil
+			}
+		}
+		for i, args := range queued {
+			cmd := lookup(args[0])
+			switch {
+			case cmd.read != nil:
+				cmd.read(c, txReader{tx}, args)
+			case cmd.write != nil:
+				cmd.write(c, tx, args)
+			default:
+				continue
+			}
+			replies[i] = c.w.Take(mark)
+		}
+		return nil
+	})
+	return aborted, err
+}
+
+// execReads runs a transaction of reads alone in v, the latest state when
+// its EXEC was read from the connection. Redis answers an EXEC before any
+// command another client sends after it; revkv-server runs each client on
+// its own goroutine, and a write sent just after the EXEC (or a blocked
+// command it serves, writing a watched key) could otherwise commit first
+// and abort it. Reads alone need no lock to be atomic: they are answered,
+// and the watched keys checked, at the moment the EXEC arrived, which lies
+// between its sending and its reply.
+func execReads(c *client, v *revkv.View[[]byte], queued [][][]byte, watched map[string]revkv.Revision, replies [][]byte, mark int) (aborted bool, err error) {
+	for k, rev := range watched {
+		if v.ModRev(k) != rev {
+			return true, v.Err()
+		}
+	}
+	for i, args := range queued {
+		if cmd := lookup(args[0]); cmd.read != nil {
+			cmd.read(c, latestReader{v}, args)
+			replies[i] = c.w.Take(mark)
+		}
+	}
+	return false, v.Err()
+}
+
+// readsOnly reports whether EXEC would run queued without a write: each
+// command reads, or runs on the connection or the server after.
+func readsOnly(queued [][][]byte) bool {
+	for _, args := range queued {
+		if cmd := lookup(args[0]); cmd == nil || cmd.write != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // runConn runs a command on the connection queued by MULTI: a panic in it

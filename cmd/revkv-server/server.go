@@ -56,7 +56,11 @@ type server struct {
 	blocking    blocking
 	zsets       zcache // sorted sets' order-statistics trees (zcache.go)
 	panicSites  sites  // where recovered panics came from, for the log
-	stats       struct {
+	// execHook, if set (by tests), runs as EXEC
+	// begins: another client's write may land between the EXEC's reading
+	// and its running.
+	execHook atomic.Pointer[func()]
+	stats    struct {
 		commands    atomic.Int64
 		connections atomic.Int64
 		rejected    atomic.Int64
@@ -113,6 +117,10 @@ type client struct {
 	dirty   bool
 	// watched maps each WATCHed key to its ModRev when watched.
 	watched map[string]revkv.Revision
+	// execView is the latest state when an EXEC of reads alone was read
+	// from the connection: the transaction answers as of then (cmdExec).
+	// Set and closed by the connection's loop, around the EXEC's dispatch.
+	execView *revkv.View[[]byte]
 
 	// wmu serializes writes to conn: the client's replies (flush) and its
 	// pub/sub messages (pubsub.go). sub is nil until it subscribes.
@@ -224,7 +232,14 @@ func (s *server) handle(c *client) {
 		}
 		sets = s.setAll(c, sets)
 		if !plainSet {
+			if c.inMulti && !c.dirty && len(args) == 1 && bytes.EqualFold(args[0], execName) && readsOnly(c.queued) {
+				c.execView = s.store.Latest()
+			}
 			s.dispatch(c, args)
+			if c.execView != nil { // EXEC did not run (it was refused): its view is not needed
+				c.execView.Close()
+				c.execView = nil
+			}
 		}
 		if c.quit {
 			c.flush()
@@ -238,7 +253,7 @@ func (s *server) handle(c *client) {
 	}
 }
 
-var setName = []byte("set")
+var setName, execName = []byte("set"), []byte("exec")
 
 // pendingSet is a plain SET of a pipeline waiting for the rest of its run.
 type pendingSet struct {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,6 +217,12 @@ func TestMultiExec(t *testing.T) {
 	do(c, "multi")
 	do(c, "set", "t", "again")
 	require.Nil(t, do(c, "exec"))
+	do(c, "set", "t", "v", "px", 30) // and to a transaction of reads alone
+	do(c, "watch", "t")
+	time.Sleep(60 * time.Millisecond)
+	do(c, "multi")
+	do(c, "get", "t")
+	require.Nil(t, do(c, "exec"))
 	require.Equal(t, "error: ERR EXEC without MULTI", do(c, "exec"))
 	require.Equal(t, "error: ERR DISCARD without MULTI", do(c, "discard"))
 	do(c, "multi")
@@ -223,6 +230,39 @@ func TestMultiExec(t *testing.T) {
 	require.Equal(t, "error: ERR WATCH inside MULTI is not allowed", do(c, "watch", "a"))
 	require.Equal(t, "OK", do(c, "discard"))
 	_ = ctx
+}
+
+// A transaction of reads alone answers as of the moment its EXEC was read:
+// a write another client makes after that, before the EXEC runs, neither
+// shows in it nor aborts it, as in Redis, which runs the EXEC first. A
+// transaction that writes runs at its commit, and that write aborts it.
+func TestReadOnlyExecAnswersAsOfItsArrival(t *testing.T) {
+	s, addr := startServer(t, config{})
+	rdb := newClient(t, addr)
+	c := rdb.Conn()
+	defer c.Close()
+	other := newClient(t, addr)
+	do(rdb, "set", "k", "before")
+	var writes atomic.Int64
+	hook := func() { // after the EXEC was read: another client writes k
+		require.Equal(t, "OK", do(other, "set", "k", fmt.Sprint("after", writes.Add(1))))
+	}
+	s.execHook.Store(&hook)
+	defer s.execHook.Store(nil)
+
+	do(c, "watch", "k")
+	do(c, "multi")
+	do(c, "get", "k")
+	do(c, "ping")
+	require.Equal(t, []any{"before", "PONG"}, execReplies(t, c))
+	require.Equal(t, "after1", do(rdb, "get", "k"))
+
+	do(c, "watch", "k")
+	do(c, "multi")
+	do(c, "get", "k")
+	do(c, "set", "j", "1")
+	require.Nil(t, do(c, "exec"), "a transaction that writes sees the write after it")
+	require.Nil(t, do(rdb, "get", "j"))
 }
 
 func execReplies(t *testing.T, c *redis.Conn) []any {
