@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
 # revkv-server beside redis-server under redis-benchmark, on this machine,
-# one after the other: in memory, with and without pipelining, then
-# durable with a sync per write (revkv --sync always, Redis appendfsync
-# always); then revkv-server again in memory with GOMAXPROCS=1, the one
-# core Redis uses, leaving the other to the benchmark client. Prints
-# redis-benchmark's CSV: ops/s and latency percentiles.
+# one after the other, test by test: in memory at -P 1 and -P 16, then
+# durable (revkv --sync always against Redis appendfsync always) with SET
+# at -P 1 and -P 16. Prints redis-benchmark's CSV, each line prefixed by
+# the server and the mode: ops/s and latency percentiles.
 #
 #   bench/server/run.sh [requests]     (default 1000000)
+#
+# PIN=1 runs each server on core 0 (taskset -c 0) and redis-benchmark on
+# core 1, the fair comparison with a single-threaded Redis on a 2-core
+# machine; unpinned otherwise. TESTS overrides the in-memory tests
+# (redis-benchmark -t), the issue's list by default. Durable runs use a
+# twentieth of the requests. Last, memory: 1 M SETs of 16-byte values
+# over a million random keys, then revkv-server's resident set (with all
+# history, and with --max-history 1) and Redis's used_memory and resident
+# set, in bytes. bench/server/ratio.py turns the CSV into a table of
+# revkv's rate over Redis's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 n=${1:-1000000}
+tests=${TESTS:-set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset}
+srv=() cli=()
+if [ "${PIN:-0}" = 1 ]; then
+  srv=(taskset -c 0) cli=(taskset -c 1)
+fi
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 go build -o "$work/revkv-server" ./cmd/revkv-server
@@ -27,31 +41,48 @@ for port in 6391 6392; do
 done
 bench() { # bench NAME PORT ARGS...
   local name=$1 port=$2; shift 2
-  redis-benchmark -p "$port" -t set,get -r 100000 -c 50 "$@" --csv | sed "s/^/$name,/" | grep -v '^'"$name"',"test"'
+  "${cli[@]}" redis-benchmark -p "$port" -r 100000 -c 50 "$@" --csv | sed "s/^/$name,/" | grep -v '^'"$name"',"test"'
 }
-run() { # run LABEL REVKV-FLAGS -- REDIS-FLAGS -- BENCH-ARGS
+run() { # run LABEL REVKV-FLAGS -- REDIS-FLAGS -- BENCH-ARGS: each server afresh
   local label=$1; shift
   local rflags=() sflags=() bargs=()
   while [ "$1" != -- ]; do rflags+=("$1"); shift; done; shift
   while [ "$1" != -- ]; do sflags+=("$1"); shift; done; shift
   bargs=("$@")
-  "$work/revkv-server" --addr 127.0.0.1:6391 "${rflags[@]}" 2>/dev/null & local rp=$!
+  rm -rf "$work/data" "$work/appendonlydir"
+  "${srv[@]}" "$work/revkv-server" --addr 127.0.0.1:6391 "${rflags[@]}" 2>/dev/null & local rp=$!
   wait_up 6391 $rp
-  bench "revkv $label" 6391 "${bargs[@]}"
+  bench "revkv,$label" 6391 "${bargs[@]}"
   kill $rp; wait $rp 2>/dev/null || true
-  redis-server --port 6392 --save '' "${sflags[@]}" --dir "$work" >/dev/null & local sp=$!
+  "${srv[@]}" redis-server --port 6392 --save '' "${sflags[@]}" --dir "$work" >/dev/null & local sp=$!
   wait_up 6392 $sp
-  bench "redis $label" 6392 "${bargs[@]}"
+  bench "redis,$label" 6392 "${bargs[@]}"
   kill $sp; wait $sp 2>/dev/null || true
 }
-echo 'server,"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"'
-run "memory P16" -- --appendonly no -- -n "$n" -P 16
-run "memory P1" -- --appendonly no -- -n "$n" -P 1
-rm -rf "$work/data" "$work/appendonlydir"
-run "durable P1" --dir "$work/data" --sync always -- --appendonly yes --appendfsync always -- -n $((n / 20)) -P 1
-for p in 16 1; do
-  GOMAXPROCS=1 "$work/revkv-server" --addr 127.0.0.1:6391 2>/dev/null & rp=$!
+echo 'server,mode,"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"'
+for t in ${tests//,/ }; do
+  for p in 1 16; do
+    run "memory P$p" -- --appendonly no -- -t "$t" -n "$n" -P $p
+  done
+done
+for p in 1 16; do
+  run "durable P$p" --dir "$work/data" --sync always -- --appendonly yes --appendfsync always -- -t set -n $((n / 20)) -P $p
+done
+rss() { awk '/^VmRSS/ {print $2 * 1024}' "/proc/$1/status"; }
+fill() { "${cli[@]}" redis-benchmark -p "$1" -t set -n 1000000 -r 1000000 -d 16 -c 50 -P 16 -q >/dev/null; }
+for hist in all 1; do
+  flags=()
+  [ "$hist" = 1 ] && flags=(--max-history 1)
+  "${srv[@]}" "$work/revkv-server" --addr 127.0.0.1:6391 "${flags[@]}" 2>/dev/null & rp=$!
   wait_up 6391 $rp
-  bench "revkv memory P$p GOMAXPROCS=1" 6391 -n "$n" -P $p
+  fill 6391
+  echo "revkv,memory history=$hist,rss,$(rss $rp)"
   kill $rp; wait $rp 2>/dev/null || true
 done
+"${srv[@]}" redis-server --port 6392 --save '' --appendonly no --dir "$work" >/dev/null & sp=$!
+wait_up 6392 $sp
+fill 6392
+echo "redis,memory,used_memory,$(redis-cli -p 6392 info memory | awk -F: '/^used_memory:/ {print $2+0}')"
+echo "redis,memory,rss,$(rss $sp)"
+echo "redis,memory,keys,$(redis-cli -p 6392 dbsize)"
+kill $sp; wait $sp 2>/dev/null || true

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os/exec"
 	"testing"
 
@@ -237,4 +238,25 @@ func TestEdgeArguments(t *testing.T) {
 		}
 		run(t, startRedis(t))
 	})
+}
+
+// A random command's negative count asks for that many elements, repeats
+// allowed, whatever the collection's size: revkv-server answers at most
+// maxRandReply (Redis builds any reply asked for, which a hostile client
+// turns into the server's memory). FuzzServer found SRANDMEMBER s
+// -9223354775807 hanging the server.
+func TestRandomCountIsBounded(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	do(c, "sadd", "s", "a")
+	do(c, "hset", "h", "f", "v")
+	do(c, "zadd", "z", "1", "m")
+	for _, cmd := range [][]any{{"srandmember", "s"}, {"hrandfield", "h"}, {"zrandmember", "z"}} {
+		got := do(c, append(cmd, "-9223354775807")...)
+		require.Equal(t, fmt.Sprintf("error: ERR count is out of range: a reply holds at most %d elements", maxRandReply), got, "%v", cmd)
+		got = do(c, append(cmd, fmt.Sprint(-maxRandReply-1))...)
+		require.Contains(t, got, "out of range", "%v", cmd)
+		got = do(c, append(cmd, "-5")...)
+		require.Len(t, got, 5, "%v", cmd)
+	}
 }

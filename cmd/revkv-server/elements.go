@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -33,8 +34,18 @@ func randArgs(c *client, a [][]byte, opt string) (count int64, with, single, ok 
 		c.w.Error("ERR value is out of range")
 		return 0, false, false, false
 	}
+	// Repeats make a reply of -count elements, whatever the collection's
+	// size: a client may not make the server build one without bound.
+	if count < -maxRandReply {
+		c.w.Error(fmt.Sprintf("ERR count is out of range: a reply holds at most %d elements", maxRandReply))
+		return 0, false, false, false
+	}
 	return count, with, false, true
 }
+
+// maxRandReply is the most elements a random command with a negative
+// count answers.
+const maxRandReply = 1 << 20
 
 // randPicks picks indexes into n elements as Redis's random commands do: a
 // positive count is up to count distinct ones, a negative one exactly
