@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -254,7 +255,8 @@ func cmdCommand(s *server, c *client, a [][]byte) {
 	}
 }
 
-// cmdInfo writes the sections server, clients, stats, keyspace and revkv.
+// cmdInfo writes the sections server, clients, memory, stats, keyspace and
+// revkv.
 func cmdInfo(s *server, c *client, a [][]byte) {
 	want := map[string]bool{}
 	for _, x := range a[1:] {
@@ -297,6 +299,16 @@ func cmdInfo(s *server, c *client, a [][]byte) {
 		fmt.Sprintf("connected_clients:%d", nclients),
 		fmt.Sprintf("blocked_clients:%d", s.blocking.blocked.Load()),
 		fmt.Sprintf("maxclients:%d", s.cfg.maxClients))
+	used, total := memoryInUse()
+	section("Memory",
+		fmt.Sprintf("used_memory:%d", used),
+		"used_memory_human:"+humanBytes(used),
+		fmt.Sprintf("used_memory_rss:%d", total),
+		"used_memory_rss_human:"+humanBytes(total),
+		"maxmemory:0",
+		"maxmemory_human:0B",
+		"maxmemory_policy:noeviction",
+		"mem_allocator:go")
 	section("Stats",
 		fmt.Sprintf("total_connections_received:%d", s.stats.connections.Load()),
 		fmt.Sprintf("total_commands_processed:%d", commands),
@@ -317,4 +329,33 @@ func cmdInfo(s *server, c *client, a [][]byte) {
 		"durable:"+strconv.FormatBool(s.dir != ""),
 		"dir:"+s.dir)
 	c.w.BulkString(b.String())
+}
+
+// memoryInUse returns the bytes of the heap's live and not yet swept
+// objects (INFO's used_memory: what the store and the server hold, as
+// Redis's counts what its allocator gave out) and all the memory the Go
+// runtime has mapped (used_memory_rss's stand-in: the heap's free spans and
+// the runtime's own included), read without stopping the world.
+func memoryInUse() (used, total uint64) {
+	ms := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
+	metrics.Read(ms)
+	for i, p := range []*uint64{&used, &total} {
+		if ms[i].Value.Kind() == metrics.KindUint64 {
+			*p = ms[i].Value.Uint64()
+		}
+	}
+	return used, total
+}
+
+// humanBytes writes n as Redis's *_human fields do: 1.50M, 812.00K, 96B.
+func humanBytes(n uint64) string {
+	for _, u := range []struct {
+		unit string
+		size float64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if float64(n) >= u.size {
+			return fmt.Sprintf("%.2f%s", float64(n)/u.size, u.unit)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
 }

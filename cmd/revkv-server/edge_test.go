@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -259,4 +261,35 @@ func TestRandomCountIsBounded(t *testing.T) {
 		got = do(c, append(cmd, "-5")...)
 		require.Len(t, got, 5, "%v", cmd)
 	}
+}
+
+// INFO memory answers used_memory (the heap's objects) as clients and
+// benchmarks read it: a number that grows with what the store holds.
+func TestInfoMemory(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	used := func() uint64 {
+		info := fmt.Sprint(do(c, "info", "memory"))
+		require.True(t, strings.HasPrefix(info, "# Memory\r\n"), info)
+		require.Contains(t, info, "used_memory_human:")
+		require.Contains(t, info, "maxmemory_policy:noeviction")
+		var n uint64
+		for _, l := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(l, "used_memory:"); ok {
+				var err error
+				n, err = strconv.ParseUint(v, 10, 64)
+				require.NoError(t, err)
+			}
+		}
+		require.Positive(t, n)
+		return n
+	}
+	before := used()
+	big := strings.Repeat("x", 1<<20)
+	for i := range 32 {
+		do(c, "set", fmt.Sprint("k", i), big)
+	}
+	require.Greater(t, used(), before+16<<20, "32 MiB of values show")
+	require.Equal(t, "1.50M", humanBytes(3<<19))
+	require.Equal(t, "96B", humanBytes(96))
 }
