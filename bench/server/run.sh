@@ -12,9 +12,9 @@
 # machine; unpinned otherwise. TESTS overrides the in-memory tests
 # (redis-benchmark -t), the issue's list by default. Durable runs use a
 # twentieth of the requests. Last, memory: 1 M SETs of 16-byte values
-# over a million random keys, then revkv-server's resident set (with all
-# history, and with --max-history 1) and Redis's used_memory and resident
-# set, in bytes. bench/server/ratio.py turns the CSV into a table of
+# over a million random keys, then each server's used_memory (INFO) and
+# resident set, in bytes: revkv-server with all history and with
+# --max-history 1. bench/server/ratio.py turns the CSV into a table of
 # revkv's rate over Redis's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -77,6 +77,7 @@ for hist in all 1; do
   wait_up 6391 $rp
   fill 6391
   echo "revkv,memory history=$hist,rss,$(rss $rp)"
+  echo "revkv,memory history=$hist,used_memory,$(redis-cli -p 6391 info memory | awk -F: '/^used_memory:/ {print $2+0}')"
   kill $rp; wait $rp 2>/dev/null || true
 done
 "${srv[@]}" redis-server --port 6392 --save '' --appendonly no --dir "$work" >/dev/null & sp=$!
