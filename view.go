@@ -147,8 +147,11 @@ func (v *View[V]) Err() error {
 // first: a revision after the view's. An error reading sealed history is
 // the view's (Err), and answers 0.
 func (v *View[V]) ModRev(key string) Revision {
+	if v.closed.Load() || v.rev == 0 {
+		return 0
+	}
 	kl := v.s.lookup(key)
-	if v.closed.Load() || v.rev == 0 || kl == nil {
+	if kl == nil {
 		return 0
 	}
 	kl.mu.RLock()

@@ -264,9 +264,12 @@ func (sr *Reader) Get(key string, rev int64) (Entry, bool, error) {
 	if c.err != nil {
 		return Entry{}, false, c.err
 	}
+	if !ok {
+		return Entry{}, false, nil
+	}
 	found.Key = key
 	found.Value = bytes.Clone(found.Value) // not the whole block's buffer
-	return found, ok, nil
+	return found, true, nil
 }
 
 // History yields key's entries with lo <= Rev <= hi, oldest first,

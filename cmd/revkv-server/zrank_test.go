@@ -220,13 +220,7 @@ func (z *zdiff) step(i int) {
 	case 0, 1, 2, 3:
 		z.do(z.write()...)
 	case 4, 5, 6: // reads alone, between two walks
-		before := z.do("zrangebyscore", k, "-inf", "+inf", "withscores")
-		reads := z.reads(k)
-		got := make([]any, len(reads))
-		for j, r := range reads {
-			got[j] = z.do(r...)
-		}
-		z.compare(i, before, z.do("zrangebyscore", k, "-inf", "+inf", "withscores"), reads, got)
+		z.check(i, k)
 	case 7: // in EXEC, after the transaction's own writes
 		z.do("multi")
 		w := 1 + z.rng.IntN(4)
