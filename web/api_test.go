@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/revkv/revkv"
 	"github.com/revkv/revkv/web"
@@ -442,7 +443,7 @@ func TestVerifyAPI(t *testing.T) {
 		require.Equal(t, false, m["ok"], "%v", m)
 		require.True(t, strings.HasPrefix(m["sentence"].(string), "No: "))
 	}
-	resp, err := http.Get(st.url + "/api/verify/all")
+	resp, err := streamClient.Get(st.url + "/api/verify/all")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
@@ -469,6 +470,10 @@ type event struct {
 	name string
 	data map[string]any
 }
+
+// streamClient reads event streams: an event that never comes fails the
+// test in seconds, not at the test binary's deadline.
+var streamClient = &http.Client{Timeout: 30 * time.Second}
 
 // readEvents reads server-sent events until one named last.
 func readEvents(t *testing.T, r io.Reader, last string) []event {
@@ -501,7 +506,7 @@ func TestLiveEvents(t *testing.T) {
 	defer s.Close()
 	srv := httptest.NewServer(web.New(s, web.Options{Live: true}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/api/events")
+	resp, err := streamClient.Get(srv.URL + "/api/events")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	rev, err := s.Put("a/1", []byte("x"))
@@ -517,4 +522,27 @@ func TestLiveEvents(t *testing.T) {
 			break
 		}
 	}
+}
+
+// TestLiveEventsFromTheRequest: a revision committed after the stream's
+// headers are sent but before its watch starts is still told. (Watching
+// from "what comes next" lost it, and the page waited for ever.)
+func TestLiveEventsFromTheRequest(t *testing.T) {
+	s := revkv.New[[]byte]()
+	defer s.Close()
+	var rev revkv.Revision
+	defer web.SetStreamStarted(func() {
+		var err error
+		rev, err = s.Put("early", []byte("x"))
+		require.NoError(t, err)
+	})()
+	srv := httptest.NewServer(web.New(s, web.Options{Live: true}))
+	defer srv.Close()
+	resp, err := streamClient.Get(srv.URL + "/api/events")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	ev := readEvents(t, resp.Body, "revision")
+	require.NotEmpty(t, ev, "the stream ended before telling revision %d", rev)
+	require.Equal(t, float64(rev), ev[len(ev)-1].data["rev"])
+	require.Equal(t, []any{"early"}, ev[len(ev)-1].data["keys"])
 }
