@@ -150,21 +150,19 @@ func (s *server) dispatch(c *client, args [][]byte) {
 		pubsubPing(c, args)
 		return
 	}
-	if cmd.arity > 0 && len(args) != cmd.arity || cmd.arity < 0 && len(args) < -cmd.arity {
+	if !arityOK(cmd.arity, len(args)) {
 		if c.inMulti {
 			c.dirty = true
 		}
 		c.w.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
 	}
-	for _, a := range args[1:] {
-		if reserved(a) {
-			if c.inMulti {
-				c.dirty = true
-			}
-			c.w.Error(errReserved)
-			return
+	if anyReserved(args[1:]) {
+		if c.inMulti {
+			c.dirty = true
 		}
+		c.w.Error(errReserved)
+		return
 	}
 	if cmd.sub != nil && len(args) > 1 && !subArity(c, cmd.name, args, cmd.sub[strings.ToUpper(string(args[1]))]) {
 		if c.inMulti {
@@ -188,6 +186,22 @@ func (s *server) dispatch(c *client, args [][]byte) {
 		s.update(c, func(tx *revkv.Txn[[]byte]) { cmd.write(c, tx, args) })
 		s.blocking.wake()
 	}
+}
+
+// arityOK reports whether n arguments (the name included) fit arity, as
+// Redis counts it.
+func arityOK(arity, n int) bool {
+	return arity > 0 && n == arity || arity < 0 && n >= -arity || arity == 0
+}
+
+// anyReserved reports whether an argument starts with the internal prefix.
+func anyReserved(args [][]byte) bool {
+	for _, a := range args {
+		if reserved(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // update runs fn in an Update. fn writes its reply itself; a failure of the

@@ -80,6 +80,9 @@ func TestDifferential(t *testing.T) {
 		switch k := rng.IntN(20); {
 		case k == 0: // a pipeline
 			batch := make([][]any, 2+rng.IntN(10))
+			if rng.IntN(10) == 0 { // longer than a run of writes (maxRun)
+				batch = make([][]any, maxRun+rng.IntN(maxRun))
+			}
 			for i := range batch {
 				batch[i] = g.command()
 			}

@@ -69,6 +69,27 @@ func TestPanicContained(t *testing.T) {
 	}
 	require.Equal(t, []any{"OK", "OK", "error: ERR internal error", "OK", "1"}, got)
 
+	// Pipelined among writes, which run as one Update (pipeline.go): the
+	// panic is its command's error alone, and the writes around it commit.
+	cmds, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "set", "w1", "1")
+		p.Do(ctx, "test.panicwrite", "w2")
+		p.Do(ctx, "incr", "w3")
+		p.Do(ctx, "get", "w1")
+		return nil
+	})
+	got = got[:0]
+	for _, cmd := range cmds {
+		v, err := cmd.(*redis.Cmd).Result()
+		if err != nil {
+			got = append(got, "error: "+err.Error())
+		} else {
+			got = append(got, v)
+		}
+	}
+	require.Equal(t, []any{"OK", "error: ERR internal error", int64(1), "1"}, got)
+	require.Nil(t, do(c, "get", "w2"), "a panicking write wrote nothing")
+
 	// In MULTI/EXEC: the EXEC's Update is whole or nothing, so a panic in
 	// one of its commands writes none of them.
 	require.Equal(t, "OK", do(c, "multi"))
@@ -89,12 +110,12 @@ func TestPanicContained(t *testing.T) {
 	require.Equal(t, "PONG", v.([]any)[2])
 	require.Equal(t, "1", do(c, "get", "m1"))
 
-	require.Equal(t, int64(6), s.stats.panics.Load())
+	require.Equal(t, int64(7), s.stats.panics.Load())
 	require.Len(t, s.panicSites.seen, 3, "logged once per place in the code: %v", s.panicSites.seen)
 	for site := range s.panicSites.seen {
 		require.Contains(t, site, "panic_test.go:")
 	}
 	info := do(other, "info", "stats").(string)
-	require.True(t, strings.Contains(info, "panics_recovered:6\r\n"), info)
+	require.True(t, strings.Contains(info, "panics_recovered:7\r\n"), info)
 	require.Equal(t, "PONG", do(other, "ping"))
 }

@@ -132,13 +132,16 @@ type client struct {
 	inExec   bool
 	// ztx is the running Update's versions of sorted sets' trees (nil
 	// outside one: updateZ).
-	ztx *ztx
+	ztx  *ztx
+	ztxs ztx // what ztx points to, reused
 	// readAt is when the command being run was read: blocked clients
 	// queue in that order (block.go).
 	readAt time.Time
 	// in is what rd reads: the connection, after what was read from it
 	// while a command blocked (block.go).
 	in connReader
+	// run is the pipeline's run of writes not yet applied (pipeline.go).
+	run writeRun
 }
 
 // serve accepts connections on ln until shutdown closes it.
@@ -203,12 +206,11 @@ func (s *server) handle(c *client) {
 		s.mu.Unlock()
 		s.conns.Done()
 	}()
-	var sets []pendingSet
 	for {
 		c.rd.Unauthenticated = !c.authed
 		args, err := c.rd.ReadCommand()
 		if err != nil {
-			s.setAll(c, sets)
+			s.applyRun(c)
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
 				c.w.Error("ERR " + pe.Error())
@@ -219,19 +221,16 @@ func (s *server) handle(c *client) {
 		}
 		c.commands.Add(1)
 		c.readAt = time.Now()
-		// A run of plain SETs in a pipeline is one Update: one hold of the
-		// write lock instead of one each. They commit in order, as they
-		// would one by one, and share a time.
-		plainSet := len(args) == 3 && c.authed && !c.inMulti && bytes.EqualFold(args[0], setName) &&
-			!reserved(args[1]) && !reserved(args[2])
-		if plainSet {
-			sets = append(sets, pendingSet{string(args[1]), bytes.Clone(args[2])})
-			if c.rd.Buffered() > 0 && len(sets) < maxSetRun {
+		// A pipeline's run of writes is one Update (pipeline.go).
+		cmd := runnable(c, args)
+		if cmd != nil {
+			c.run.add(cmd, args)
+			if c.rd.Buffered() > 0 && len(c.run.cmds) < maxRun {
 				continue
 			}
 		}
-		sets = s.setAll(c, sets)
-		if !plainSet {
+		s.applyRun(c)
+		if cmd == nil {
 			if c.inMulti && !c.dirty && len(args) == 1 && bytes.EqualFold(args[0], execName) && readsOnly(c.queued) {
 				c.execView = s.store.Latest()
 			}
@@ -253,51 +252,7 @@ func (s *server) handle(c *client) {
 	}
 }
 
-var setName, execName = []byte("set"), []byte("exec")
-
-// pendingSet is a plain SET of a pipeline waiting for the rest of its run.
-type pendingSet struct {
-	key   string
-	value []byte
-}
-
-// maxSetRun bounds a run of SETs applied as one Update.
-const maxSetRun = 128
-
-// setAll applies a run of plain SETs in one Update and replies to each; it
-// returns sets emptied for reuse.
-func (s *server) setAll(c *client, sets []pendingSet) []pendingSet {
-	if len(sets) == 0 {
-		return sets
-	}
-	defer clear(sets)
-	defer s.contain(c, c.w.Len(), len(sets)) // after a panic, nil: the run is answered
-	switch len(sets) {
-	case 1: // nothing to share: one Put
-		if _, err := s.store.Put(sets[0].key, sets[0].value); err != nil {
-			c.w.Error(storeError(err))
-		} else {
-			c.w.Simple("OK")
-		}
-	default:
-		_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
-			for _, p := range sets {
-				if err := tx.Put(p.key, p.value); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		for range sets {
-			if err != nil {
-				c.w.Error(storeError(err))
-			} else {
-				c.w.Simple("OK")
-			}
-		}
-	}
-	return sets[:0]
-}
+var execName = []byte("exec")
 
 // shutdown stops accepting, lets every client finish the commands it has
 // sent (a client's next read finds the deadline), waits up to grace for

@@ -18,7 +18,7 @@ import (
 func init() {
 	register(
 		&command{name: "get", arity: 2, read: cmdGet},
-		&command{name: "set", arity: -3, write: txSet}, // a plain SET is handle's setAll
+		&command{name: "set", arity: -3, write: txSet},
 		&command{name: "setnx", arity: 3, write: cmdSetNX},
 		&command{name: "setex", arity: 4, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { setEx(c, tx, a, time.Second, "setex") }},
 		&command{name: "psetex", arity: 4, write: func(c *client, tx *revkv.Txn[[]byte], a [][]byte) { setEx(c, tx, a, time.Millisecond, "psetex") }},

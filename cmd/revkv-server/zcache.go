@@ -202,7 +202,8 @@ func (zc *zcache) publish(pubs []zpub, rev revkv.Revision) {
 // published once it commits. Every Update that runs commands goes through
 // it; one that does not would only leave trees to be built again.
 func (s *server) updateZ(c *client, fn func(tx *revkv.Txn[[]byte]) error) (revkv.Revision, error) {
-	zt := &ztx{zc: &s.zsets, trees: map[string]*ztree{}}
+	zt := &c.ztxs // the client's own: no allocation per Update
+	*zt = ztx{zc: &s.zsets}
 	c.ztx = zt
 	defer func() { c.ztx = nil }()
 	var pubs []zpub
