@@ -178,6 +178,9 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 	if err == nil {
 		tail, err = st.recover()
 	}
+	if err == nil {
+		err = d.tierWithin(st.order.Last().Rev)
+	}
 	st.dur = d
 	if err == nil {
 		d.setFloorMark(st.floor.Load())

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/revkv/revkv/chain"
+	"github.com/revkv/revkv/segment"
 	"github.com/revkv/revkv/vfs"
 	"github.com/revkv/revkv/wal"
 )
@@ -22,12 +23,19 @@ import (
 // empty or absent, and returns the latest revision. The directory then
 // holds the same revisions, times, expiries, annotations, digests and
 // floor: every line is checked as it is read (each kept entry's digest
-// must follow from the one before it), the state is written as one
-// snapshot, and the directory is opened once, read-only, so that Open's
+// must follow from the one before it). History is written as it is read,
+// a window of revisions at a time, into segments, as a store that seals
+// writes them (WithMemory); then a snapshot of what memory keeps (each
+// key's newest entry, the annotations, the digests the entries below the
+// floor need) and, last, the manifest that lists the segments. So Import's
+// memory is bounded by a window and the keys' latest values, not by the
+// export. The directory is then opened once, read-only, so that Open's
 // own checks pass before Import returns. An export with a prefix is
 // refused. Anything wrong is an error naming the line; the directory is
-// then left as it was (an absent one is not created). The options that
-// apply are WithFS and WithProgress.
+// then left as it was (an absent one is not created, what Import wrote is
+// removed). A crash during Import leaves a directory Open refuses as
+// ErrCorrupt (or an empty one): import again into an empty one. The
+// options that apply are WithFS and WithProgress.
 func Import[V any](dir string, codec Codec[V], r io.Reader, opts ...Option) (Revision, error) {
 	o := build(opts)
 	fail := func(err error) (Revision, error) { return 0, &OpError{Op: "import", Key: dir, Err: err} }
@@ -39,14 +47,22 @@ func Import[V any](dir string, codec Codec[V], r io.Reader, opts ...Option) (Rev
 	case !existed && !errors.Is(err, fs.ErrNotExist):
 		return fail(err)
 	}
-	im := importer{progress: o.progress, prevHas: true}
-	if err := im.read(r); err != nil {
-		return fail(err)
-	}
 	if err := makeDir(o.fs, dir); err != nil {
+		cleanDir(o.fs, dir, existed)
 		return fail(err)
 	}
-	if err := im.write(o.fs, dir); err != nil {
+	lock, err := o.fs.Lock(dir)
+	if err != nil {
+		cleanDir(o.fs, dir, existed)
+		return fail(err)
+	}
+	im := importer{progress: o.progress, prevHas: true, fs: o.fs, dir: dir}
+	err = im.read(r)
+	if err == nil {
+		err = im.finish()
+	}
+	lock.Close()
+	if err != nil {
 		cleanDir(o.fs, dir, existed)
 		return fail(err)
 	}
@@ -71,19 +87,30 @@ func cleanDir(fsys vfs.FS, dir string, existed bool) {
 	}
 }
 
-// importer holds an export as it is read, in the form of a snapshot.
+// importer reads an export and writes it into a directory as it goes:
+// the history of each window of revisions into a segment (import_seal.go),
+// and at the end the snapshot and the manifest.
 type importer struct {
 	progress func(Revision)
+	fs       vfs.FS
+	dir      string
 	head     exportHeader
 	state    wal.State
-	keys     map[string]*wal.Key
-	digests  []revDigest // every digest the export gives, in revision order
+	keys     map[string]*importKey
+	// old holds the digests of revisions below the floor the export
+	// gives, in revision order: the entries kept there need them in
+	// memory, as a sealed store keeps them (olderNeeded).
+	old      []revDigest
 	notes    []wal.Notes // annotated runs of revisions
 	prevRev  int64       // the last line's revision
 	prevD    chain.Digest
 	prevHas  bool // whether the line before had its digest (D(0) is known)
 	line     int
+	times    int64       // the times read, of revisions from Base on
+	lastTime wal.Instant // the last line's time
 	hasher   chain.Hasher
+	win      importWindow
+	refs     []segment.Ref // the segments written, oldest first
 }
 
 type revDigest struct {
@@ -105,7 +132,8 @@ func (im *importer) read(r io.Reader) error {
 	if err := im.header(sc.Bytes()); err != nil {
 		return fmt.Errorf("line 1: %w", err)
 	}
-	im.keys = map[string]*wal.Key{}
+	im.keys = map[string]*importKey{}
+	im.win.lo = 1 // its prev is D(0), zero
 	var l exportLine
 	for sc.Scan() {
 		im.line++
@@ -126,8 +154,8 @@ func (im *importer) read(r io.Reader) error {
 	if im.prevRev != im.head.Rev && im.head.Rev > 0 {
 		return fmt.Errorf("the export ends at revision %d, its header says %d", im.prevRev, im.head.Rev)
 	}
-	if n := im.head.Rev - im.head.Base + 1; im.head.Rev > 0 && int64(len(im.state.Times)) != n {
-		return fmt.Errorf("%d times from revision %d, the header says %d", len(im.state.Times), im.head.Base, n)
+	if n := im.head.Rev - im.head.Base + 1; im.head.Rev > 0 && im.times != n {
+		return fmt.Errorf("%d times from revision %d, the header says %d", im.times, im.head.Base, n)
 	}
 	return nil
 }
@@ -201,23 +229,28 @@ func (im *importer) add(l *exportLine) error {
 		}
 	}
 	if r >= im.head.Base {
-		if l.Time == "" || r != im.head.Base+int64(len(im.state.Times)) {
+		if l.Time == "" || r != im.head.Base+im.times {
 			return fmt.Errorf("no time for a revision from %d on", im.head.Base)
 		}
-		im.state.Times = append(im.state.Times, instantOf(t))
+		im.times++
+		im.lastTime = instantOf(t)
+		im.win.times = append(im.win.times, im.lastTime)
 	}
 	if isEntry {
 		if err := im.entry(l, t, *prev, d); err != nil {
 			return err
 		}
 	}
-	if prev != nil && (im.prevRev != r-1 || len(im.digests) == 0) { // D(0) too: revision 1 is checked against it
-		im.digests = append(im.digests, revDigest{r - 1, *prev})
+	if prev != nil {
+		im.digest(r-1, *prev)
 	}
 	if hasDigest {
-		im.digests = append(im.digests, revDigest{r, d})
+		im.digest(r, d)
 	}
 	im.prevRev, im.prevD, im.prevHas = r, d, hasDigest
+	if hasDigest && r >= im.head.Base && im.win.full() {
+		return im.sealWindow(r, d)
+	}
 	return nil
 }
 
@@ -310,12 +343,12 @@ func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) erro
 	k := im.keys[key]
 	switch {
 	case k == nil:
-		k = &wal.Key{Key: key, Trimmed: l.Trimmed, Dropped: l.Dropped}
+		k = &importKey{key: key, trimmed: l.Trimmed, dropped: l.Dropped, first: l.Rev}
 		im.keys[key] = k
 	case l.Trimmed || l.Dropped != 0:
 		return errors.New(`"trimmed" on an entry not its key's oldest`)
 	}
-	k.Entries = append(k.Entries, x)
+	im.win.add(k, x)
 	if len(notes) > 0 {
 		im.addNotes(l.Rev, notes)
 	}
@@ -353,71 +386,4 @@ func parseDigest(s string) (chain.Digest, error) {
 	}
 	_, err := hex.Decode(d[:], []byte(s))
 	return d, err
-}
-
-// write writes what was read as a snapshot: the state, the digests (the
-// run up to the latest revision first, as a checkpoint writes them), the
-// annotations, the keys in order.
-func (im *importer) write(fsys vfs.FS, dir string) error {
-	if im.head.Rev == 0 {
-		return nil // an empty store: an empty directory
-	}
-	lock, err := fsys.Lock(dir)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	w, err := wal.CreateSnapshot(fsys, dir, im.head.Rev, wal.AppendState(nil, &im.state))
-	if err != nil {
-		return err
-	}
-	if err := im.writeRecords(w); err != nil {
-		w.Abort()
-		return err
-	}
-	return w.Commit()
-}
-
-func (im *importer) writeRecords(w *wal.SnapshotWriter) error {
-	ds := im.digests
-	main := len(ds) - 1 // where the run up to the latest revision starts
-	for main > 0 && ds[main-1].rev == ds[main].rev-1 {
-		main--
-	}
-	var p []byte
-	for _, run := range [][]revDigest{ds[main:], ds[:main]} {
-		for len(run) > 0 {
-			n := 1
-			for n < len(run) && n < digestsPerRecord && run[n].rev == run[n-1].rev+1 {
-				n++
-			}
-			g := wal.Digests{First: run[0].rev, Digests: make([][32]byte, n)}
-			for i := range n {
-				g.Digests[i] = run[i].d
-			}
-			p = wal.AppendDigests(p[:0], &g)
-			if err := w.Add(wal.KindDigests, p); err != nil {
-				return err
-			}
-			run = run[n:]
-		}
-	}
-	for i := range im.notes {
-		p = wal.AppendNotes(p[:0], &im.notes[i])
-		if err := w.Add(wal.KindNotes, p); err != nil {
-			return err
-		}
-	}
-	keys := make([]string, 0, len(im.keys))
-	for k := range im.keys {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		p = wal.AppendKey(p[:0], im.keys[k])
-		if err := w.Add(wal.KindKey, p); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -75,42 +77,51 @@ func TestExportImport(t *testing.T) {
 		opts []revkv.Option
 	}{{"plain", nil}, {"cap", []revkv.Option{revkv.WithMaxHistory(3)}}, {"retention", []revkv.Option{revkv.WithRetention(20 * time.Second)}}} {
 		t.Run(c.name, func(t *testing.T) {
-			m := vfs.NewMem()
-			historyBase(t, m, "/a", c.opts...)
-			a := exportOf(t, m, "/a", "")
-			rev, err := revkv.Import("/b", revkv.StringCodec(), bytes.NewReader(a), revkv.WithFS(m))
-			require.NoError(t, err)
-			b := exportOf(t, m, "/b", "")
-			if !bytes.Equal(a, b) {
-				al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-				for i := range min(len(al), len(bl)) {
-					if al[i] != bl[i] {
-						t.Fatalf("export, import, export differ at line %d (of %d, %d):\n%s\n%s", i+1, len(al), len(bl), al[i], bl[i])
-					}
-				}
-				t.Fatalf("export, import, export: %d lines, then %d", len(al), len(bl))
+			for _, window := range []int{1, 7, 1 << 20} { // a segment every entry, a few, one
+				t.Run(fmt.Sprint("window=", window), func(t *testing.T) {
+					defer revkv.SetImportWindow(window)()
+					checkExportImport(t, c.opts)
+				})
 			}
-			later := func() time.Time { return time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC) }
-			sa, err := revkv.Open("/a", revkv.StringCodec(), revkv.WithFS(m), revkv.WithClock(later))
-			require.NoError(t, err)
-			sb, err := revkv.Open("/b", revkv.StringCodec(), revkv.WithFS(m), revkv.WithClock(later))
-			require.NoError(t, err)
-			require.Equal(t, sa.Rev(), rev)
-			require.Equal(t, sa.Floor(), sb.Floor())
-			require.Equal(t, exportState(t, sa), exportState(t, sb))
-			for i := range 5 {
-				_, err := sa.Put(fmt.Sprint("k", i), "after")
-				require.NoError(t, err)
-				_, err = sb.Put(fmt.Sprint("k", i), "after")
-				require.NoError(t, err)
-			}
-			_, da, _ := sa.Digest()
-			_, db, _ := sb.Digest()
-			require.Equal(t, da, db, "the chain goes on alike")
-			require.NoError(t, sa.Close())
-			require.NoError(t, sb.Close())
 		})
 	}
+}
+
+func checkExportImport(t *testing.T, opts []revkv.Option) {
+	m := vfs.NewMem()
+	historyBase(t, m, "/a", opts...)
+	a := exportOf(t, m, "/a", "")
+	rev, err := revkv.Import("/b", revkv.StringCodec(), bytes.NewReader(a), revkv.WithFS(m))
+	require.NoError(t, err)
+	b := exportOf(t, m, "/b", "")
+	if !bytes.Equal(a, b) {
+		al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+		for i := range min(len(al), len(bl)) {
+			if al[i] != bl[i] {
+				t.Fatalf("export, import, export differ at line %d (of %d, %d):\n%s\n%s", i+1, len(al), len(bl), al[i], bl[i])
+			}
+		}
+		t.Fatalf("export, import, export: %d lines, then %d", len(al), len(bl))
+	}
+	later := func() time.Time { return time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC) }
+	sa, err := revkv.Open("/a", revkv.StringCodec(), revkv.WithFS(m), revkv.WithClock(later))
+	require.NoError(t, err)
+	sb, err := revkv.Open("/b", revkv.StringCodec(), revkv.WithFS(m), revkv.WithClock(later))
+	require.NoError(t, err)
+	require.Equal(t, sa.Rev(), rev)
+	require.Equal(t, sa.Floor(), sb.Floor())
+	require.Equal(t, exportState(t, sa), exportState(t, sb))
+	for i := range 5 {
+		_, err := sa.Put(fmt.Sprint("k", i), "after")
+		require.NoError(t, err)
+		_, err = sb.Put(fmt.Sprint("k", i), "after")
+		require.NoError(t, err)
+	}
+	_, da, _ := sa.Digest()
+	_, db, _ := sb.Digest()
+	require.Equal(t, da, db, "the chain goes on alike")
+	require.NoError(t, sa.Close())
+	require.NoError(t, sb.Close())
 }
 
 // exportState is what an import must reproduce, as the store answers it.
@@ -190,4 +201,63 @@ func sentinelOf(err error) error {
 		}
 	}
 	return err
+}
+
+// TestImportFaults fails each file operation of an import in turn, and
+// cuts the power at each: a failed Import leaves no directory behind, and
+// what a crash leaves is refused by Open, or is empty, or is the whole
+// store; never a part of it that Open takes for a store.
+func TestImportFaults(t *testing.T) {
+	src := vfs.NewMem()
+	historyBase(t, src, "/a")
+	data := exportOf(t, src, "/a", "")
+	defer revkv.SetImportWindow(50)() // several segments
+	clean := vfs.NewMem()
+	_, err := revkv.Import("/b", revkv.StringCodec(), bytes.NewReader(data), revkv.WithFS(clean))
+	require.NoError(t, err)
+	ops := clean.Ops()
+	want := exportOf(t, clean, "/b", "")
+	// The segments without the snapshot that says how far the history
+	// goes: damage, not an empty store.
+	names, err := clean.List("/b")
+	require.NoError(t, err)
+	cut := vfs.NewMem()
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".snap") {
+			cut.WriteFile("/b/"+n, clean.Bytes("/b/"+n))
+		}
+	}
+	_, err = revkv.Open("/b", revkv.StringCodec(), revkv.WithFS(cut), revkv.WithReadOnly())
+	require.ErrorIs(t, err, revkv.ErrCorrupt)
+	for k := 1; k <= ops; k++ {
+		m := vfs.NewMem()
+		n := 0
+		m.SetFault(func(vfs.Op, string) error {
+			if n++; n == k {
+				return errors.New("injected")
+			}
+			return nil
+		})
+		_, err := revkv.Import("/b", revkv.StringCodec(), bytes.NewReader(data), revkv.WithFS(m))
+		require.Error(t, err, "operation %d of %d failed", k, ops)
+		_, lerr := m.List("/b")
+		require.Error(t, lerr, "operation %d of %d failed: a failed import leaves no directory behind", k, ops)
+
+		m = vfs.NewMem()
+		m.CrashAfter(k-1, rand.New(rand.NewPCG(uint64(k), 0))) // at operation k
+		revkv.Import("/b", revkv.StringCodec(), bytes.NewReader(data), revkv.WithFS(m))
+		crashed := m.Crashed()
+		s, err := revkv.Open("/b", revkv.StringCodec(), revkv.WithFS(crashed), revkv.WithReadOnly())
+		switch {
+		case err != nil:
+			require.True(t, errors.Is(err, revkv.ErrCorrupt) || errors.Is(err, fs.ErrNotExist), "a power cut at operation %d of %d: %v", k, ops, err)
+		case s.Rev() == 0:
+			s.Close()
+			_, err := crashed.ReadFile("/b/MANIFEST")
+			require.Error(t, err, "a power cut at operation %d of %d: an empty store with segments", k, ops)
+		default:
+			s.Close()
+			require.Equal(t, string(want), string(exportOf(t, crashed, "/b", "")), "a power cut at operation %d of %d", k, ops)
+		}
+	}
 }

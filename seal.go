@@ -12,6 +12,7 @@ import (
 	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/revlog"
 	"github.com/revkv/revkv/segment"
+	"github.com/revkv/revkv/vfs"
 	"github.com/revkv/revkv/wal"
 )
 
@@ -67,41 +68,59 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 	}
 	ref.Digest = last
 
-	name := filepath.Join(d.dir, ref.Name())
-	f, err := d.fs.Create(name + ".tmp")
-	if err != nil {
-		return ref, err
-	}
-	w := segment.NewWriter(f, lo, hi, 0)
 	var zt zoneTable
 	var entries []revlog.Entry[V]
 	var val []byte
-	keys.Ascend(func(kl *keyLog[V]) bool {
-		kl.mu.RLock()
-		entries = kl.log.AppendRange(entries[:0], lo, hi, int(hi-lo+1))
-		kl.mu.RUnlock()
-		for i := range entries {
-			x := segmentEntry(kl.key, &entries[i], &s.zones, &zt)
-			if x.Op == segment.Put {
-				if val, err = d.codec.Encode(val[:0], entries[i].Value); err != nil {
+	err := writeSegment(d.fs, d.dir, &ref, prev, func(w *segment.Writer) (meta []byte, err error) {
+		keys.Ascend(func(kl *keyLog[V]) bool {
+			kl.mu.RLock()
+			entries = kl.log.AppendRange(entries[:0], lo, hi, int(hi-lo+1))
+			kl.mu.RUnlock()
+			for i := range entries {
+				x := segmentEntry(kl.key, &entries[i], &s.zones, &zt)
+				if x.Op == segment.Put {
+					if val, err = d.codec.Encode(val[:0], entries[i].Value); err != nil {
+						return false
+					}
+					x.Value = val
+				}
+				if err = w.Add(&x); err != nil {
 					return false
 				}
-				x.Value = val
 			}
-			if err = w.Add(&x); err != nil {
-				return false
-			}
+			return true
+		})
+		if err == nil {
+			err = w.TimesFrom(max(lo, held))
 		}
-		return true
+		for r := max(lo, held); err == nil && r <= hi; r++ {
+			err = w.AddTime(times.At(r - held))
+		}
+		return zt.encode(marks), err
 	})
-	if err == nil {
-		err = w.TimesFrom(max(lo, held))
+	if err != nil {
+		return ref, fmt.Errorf("seal [%d, %d]: %w", lo, hi, err)
 	}
-	for r := max(lo, held); err == nil && r <= hi; r++ {
-		err = w.AddTime(times.At(r - held))
+	return ref, nil
+}
+
+// writeSegment writes the segment ref names into dir, durably, and sets
+// its size: fill adds the entries and the times and returns the meta; the
+// footer links ref's range to prev, the chain's digest before it, and
+// ends at ref.Digest. It is written under a temporary name, synced, and
+// renamed: a crash leaves the whole file or none by its name, and only a
+// manifest that lists it makes it count. The one place a segment file is
+// made: a seal's (sealRange) and an import's.
+func writeSegment(fsys vfs.FS, dir string, ref *segment.Ref, prev chain.Digest, fill func(w *segment.Writer) ([]byte, error)) error {
+	name := filepath.Join(dir, ref.Name())
+	f, err := fsys.Create(name + ".tmp")
+	if err != nil {
+		return err
 	}
+	w := segment.NewWriter(f, ref.First, ref.Last, 0)
+	meta, err := fill(w)
 	if err == nil {
-		ref.Size, err = w.Finish(prev, last, zt.encode(marks))
+		ref.Size, err = w.Finish(prev, ref.Digest, meta)
 	}
 	if err == nil {
 		err = f.Sync()
@@ -110,16 +129,15 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = d.fs.Rename(name+".tmp", name)
+		err = fsys.Rename(name+".tmp", name)
 	}
 	if err == nil {
-		err = d.fs.SyncDir(d.dir)
+		err = fsys.SyncDir(dir)
 	}
 	if err != nil {
-		d.fs.Remove(name + ".tmp")
-		return ref, fmt.Errorf("seal [%d, %d]: %w", lo, hi, err)
+		fsys.Remove(name + ".tmp")
 	}
-	return ref, nil
+	return err
 }
 
 // segmentEntry is e of key as a segment holds it, its time's location
@@ -128,8 +146,14 @@ func segmentEntry[V any](key string, e *revlog.Entry[V], zones *revlog.Zones, zt
 	var x wal.Entry
 	t := e.Time(zones)
 	logEntry(&x, key, e, t)
+	return zt.entry(key, &x)
+}
+
+// entry is the logged entry x of key as a segment holds it, with x's
+// value; its time's location numbered in zt.
+func (zt *zoneTable) entry(key string, x *wal.Entry) segment.Entry {
 	return segment.Entry{Key: key, Rev: x.Rev, Sec: x.Sec, Nsec: x.Nsec, Zone: zt.number(x.Zone, x.Offset),
-		Op: segment.Op(x.Op), HasTTL: x.HasTTL, Expires: x.Expires}
+		Op: segment.Op(x.Op), HasTTL: x.HasTTL, Expires: x.Expires, Value: x.Value}
 }
 
 // locate returns a segment entry's time in its location, as Open does for
@@ -176,6 +200,17 @@ func (d *disk[V]) openTier(readOnly bool) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// tierWithin checks that the segments hold no revision above last, the
+// latest the snapshot and the log recovered: a seal syncs the log up to
+// its range before it writes the manifest, so a manifest beyond the
+// history is damage (or an Import cut short), not a store at last.
+func (d *disk[V]) tierWithin(last int64) error {
+	if t := d.tier.Load(); t != nil && t.last() > last {
+		return fmt.Errorf("%s lists segments up to revision %d, but the snapshot and the log end at %d: %w", segment.ManifestName, t.last(), last, ErrCorrupt)
 	}
 	return nil
 }

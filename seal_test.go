@@ -303,6 +303,15 @@ func TestVerifySealed(t *testing.T) {
 // imports the export and exports again: the same bytes, and the same
 // history for every key, sealed entries included.
 func TestSealedExportImport(t *testing.T) {
+	for _, window := range []int{1, 5, 1 << 20} {
+		t.Run(fmt.Sprint("window=", window), func(t *testing.T) {
+			defer SetImportWindow(window)()
+			checkSealedExportImport(t)
+		})
+	}
+}
+
+func checkSealedExportImport(t *testing.T) {
 	keys := []string{"", "a", "a/1", "a/2", "b", "config/limits", "z\xff", "late0", "late1", "late2"}
 	// export runs the workload, seals it, writes on, compacts below the
 	// seal (sealed entries on both sides of the floor) and exports.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Op names an operation of Mem, for its fault hook.
@@ -87,6 +88,7 @@ type entry struct {
 	name string
 	ino  *inode // nil: the name was removed (or, with dir, made a directory)
 	dir  bool
+	gone bool // with dir: the directory was removed
 }
 
 // inode is a file's contents: what the process wrote, and what reached
@@ -194,6 +196,8 @@ func (m *Mem) crashLocked(rng *rand.Rand) *Mem {
 				}
 				for _, e := range ch {
 					switch {
+					case e.dir && e.gone:
+						delete(dirs, e.name)
 					case e.dir:
 						dirs[e.name] = true
 					case e.ino == nil:
@@ -423,11 +427,28 @@ func (m *Mem) Rename(oldname, newname string) error {
 	return nil
 }
 
+// Remove removes a file, or an empty directory, as os.Remove does.
 func (m *Mem) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.check(OpRemove, name); err != nil {
 		return err
+	}
+	if d := filepath.Clean(name); m.dirs[d] && filepath.Dir(d) != d {
+		name = d // an empty directory, as os.Remove removes it
+		for n := range m.files {
+			if filepath.Dir(n) == name {
+				return &fs.PathError{Op: "remove", Path: name, Err: syscall.ENOTEMPTY}
+			}
+		}
+		for d := range m.dirs {
+			if d != name && filepath.Dir(d) == name {
+				return &fs.PathError{Op: "remove", Path: name, Err: syscall.ENOTEMPTY}
+			}
+		}
+		delete(m.dirs, name)
+		m.changedLocked(filepath.Dir(name), entry{name: name, dir: true, gone: true})
+		return nil
 	}
 	if m.files[name] == nil {
 		return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrNotExist}
@@ -469,6 +490,8 @@ func (m *Mem) SyncDir(dir string) error {
 	for _, ch := range m.unsynced[dir] {
 		for _, e := range ch {
 			switch {
+			case e.dir && e.gone:
+				delete(m.durableDirs, e.name)
 			case e.dir:
 				m.durableDirs[e.name] = true
 			case e.ino == nil:

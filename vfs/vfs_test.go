@@ -81,6 +81,18 @@ func TestFileSystems(t *testing.T) {
 			l, err = fsys.Lock(dir)
 			require.NoError(t, err, "released by Close")
 			l.Close()
+
+			// Remove takes an empty directory, not a full one.
+			sub := filepath.Join(dir, "sub")
+			require.NoError(t, fsys.MkdirAll(sub))
+			f, err = fsys.Create(filepath.Join(sub, "c"))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			require.True(t, errors.Is(fsys.Remove(sub), syscall.ENOTEMPTY))
+			require.NoError(t, fsys.Remove(filepath.Join(sub, "c")))
+			require.NoError(t, fsys.Remove(sub))
+			_, err = fsys.List(sub)
+			require.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
 		})
 	}
 }

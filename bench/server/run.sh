@@ -15,7 +15,9 @@
 # over a million random keys, then each server's used_memory (INFO) and
 # resident set, in bytes: revkv-server with all history and with
 # --max-history 1. bench/server/ratio.py turns the CSV into a table of
-# revkv's rate over Redis's.
+# revkv's rate over Redis's. REVKV_BIN runs a revkv-server built
+# elsewhere (another commit's, for a before and after) instead of this
+# tree's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 n=${1:-1000000}
@@ -26,7 +28,11 @@ if [ "${PIN:-0}" = 1 ]; then
 fi
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-go build -o "$work/revkv-server" ./cmd/revkv-server
+if [ -n "${REVKV_BIN:-}" ]; then
+  cp "$REVKV_BIN" "$work/revkv-server"
+else
+  go build -o "$work/revkv-server" ./cmd/revkv-server
+fi
 # wait_up PORT PID: the server we started answers (not another one on the port).
 wait_up() {
   for _ in $(seq 200); do
