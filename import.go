@@ -134,22 +134,25 @@ func (im *importer) read(r io.Reader) error {
 	}
 	im.keys = map[string]*importKey{}
 	im.win.lo = 1 // its prev is D(0), zero
-	var l exportLine
-	for sc.Scan() {
-		im.line++
-		l = exportLine{}
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return fmt.Errorf("line %d: %w", im.line, err)
+	lines, stop := parseLines(sc)
+	defer stop()
+	for batch := range lines {
+		for i := range batch.lines {
+			im.line++
+			l := &batch.lines[i]
+			if batch.errs[i] != nil {
+				return fmt.Errorf("line %d: %w", im.line, batch.errs[i])
+			}
+			if err := im.add(l); err != nil {
+				return fmt.Errorf("line %d: revision %d: %w", im.line, l.Rev, err)
+			}
+			if im.progress != nil && im.line%progressEvery == 0 {
+				im.progress(Revision(l.Rev))
+			}
 		}
-		if err := im.add(&l); err != nil {
-			return fmt.Errorf("line %d: revision %d: %w", im.line, l.Rev, err)
+		if batch.err != nil {
+			return fmt.Errorf("line %d: %w", im.line+1, batch.err)
 		}
-		if im.progress != nil && im.line%progressEvery == 0 {
-			im.progress(Revision(l.Rev))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("line %d: %w", im.line+1, err)
 	}
 	if im.prevRev != im.head.Rev && im.head.Rev > 0 {
 		return fmt.Errorf("the export ends at revision %d, its header says %d", im.prevRev, im.head.Rev)

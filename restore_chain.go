@@ -146,10 +146,8 @@ func (s *state[V]) restoreChain(digests *chain.Seq, notes []wal.Notes, noted []n
 	// whose they are.
 	for i := range s.notes.spans {
 		sp := &s.notes.spans[i]
-		for j, kl := range sp.kls {
-			if kl == nil {
-				sp.kls[j] = s.sealedKeyOf(sp.first + int64(j))
-			}
+		if slices.Contains(sp.kls, nil) {
+			s.sealedKeysOf(sp.first, sp.kls)
 		}
 	}
 	return nil

@@ -317,31 +317,42 @@ func (s *state[V]) sealedKept(rev int64) bool {
 // rev, if the tier holds it and the key's log counts on it; nil
 // otherwise. The caller holds state.mu (or is Open).
 func (s *state[V]) sealedKeyOf(rev int64) *keyLog[V] {
+	var kl [1]*keyLog[V]
+	s.sealedKeysOf(rev, kl[:])
+	return kl[0]
+}
+
+// sealedKeysOf sets kls[r-first], for each revision r of [first,
+// first+len(kls)) whose key is not set yet, as sealedKeyOf(r) would,
+// reading each segment's part of the range once: an Open gives the
+// annotated revisions of a run their keys in one pass, not one read each.
+func (s *state[V]) sealedKeysOf(first int64, kls []*keyLog[V]) {
 	t := s.disk.tier.Load()
-	if t == nil {
-		return nil
+	if t == nil || len(kls) == 0 {
+		return
 	}
-	i := t.covering(rev)
-	if i < 0 || rev > t.refs[i].Last {
-		return nil
-	}
-	seq := t.segs[i].Revisions(rev, rev)
-	if rev < t.segs[i].Footer().TimesFrom {
-		seq = t.segs[i].All()
-	}
-	for e, err := range seq {
-		if err != nil {
-			return nil
+	last := first + int64(len(kls)) - 1
+	for i := max(t.covering(first), 0); i < len(t.refs) && t.refs[i].First <= last; i++ {
+		lo, hi := max(first, t.refs[i].First), min(last, t.refs[i].Last)
+		if lo > hi {
+			continue
 		}
-		if e.Rev == rev {
-			kl := s.lookupLocked(e.Key)
-			if kl != nil && rev >= kl.log.SealedFrom() && rev < kl.log.SealedBelow() {
-				return kl
+		seq := t.segs[i].Revisions(lo, hi)
+		if lo < t.segs[i].Footer().TimesFrom {
+			seq = t.segs[i].All()
+		}
+		for e, err := range seq {
+			if err != nil {
+				break
 			}
-			return nil
+			if e.Rev < lo || e.Rev > hi || kls[e.Rev-first] != nil {
+				continue
+			}
+			if kl := s.lookupLocked(e.Key); kl != nil && e.Rev >= kl.log.SealedFrom() && e.Rev < kl.log.SealedBelow() {
+				kls[e.Rev-first] = kl
+			}
 		}
 	}
-	return nil
 }
 
 // timeOf returns the time of a sealed revision, in UTC, if the tier

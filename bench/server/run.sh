@@ -17,7 +17,7 @@
 # --max-history 1. bench/server/ratio.py turns the CSV into a table of
 # revkv's rate over Redis's. REVKV_BIN runs a revkv-server built
 # elsewhere (another commit's, for a before and after) instead of this
-# tree's.
+# tree's. PIPELINES overrides the in-memory depths ("1 16").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 n=${1:-1000000}
@@ -67,7 +67,7 @@ run() { # run LABEL REVKV-FLAGS -- REDIS-FLAGS -- BENCH-ARGS: each server afresh
 }
 echo 'server,mode,"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"'
 for t in ${tests//,/ }; do
-  for p in 1 16; do
+  for p in ${PIPELINES:-1 16}; do
     run "memory P$p" -- --appendonly no -- -t "$t" -n "$n" -P $p
   done
 done
