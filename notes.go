@@ -22,6 +22,10 @@ type noteSpan[V any] struct {
 	first int64
 	kls   []*keyLog[V]
 	kv    []string
+	// sealed says that the keys of some of its sealed revisions are not
+	// looked up yet (nil in kls): Open leaves them to the first call that
+	// needs them (resolveLocked), so that it reads no history for them.
+	sealed bool
 }
 
 func (n *noteSpan[V]) last() int64 { return n.first + int64(len(n.kls)) - 1 }
@@ -95,6 +99,18 @@ func (s *Store[V]) Annotations(rev Revision) (map[string]string, error) {
 	n := &s.notes
 	n.mu.RLock()
 	sp := n.find(int64(rev))
+	if sp != nil && sp.sealed { // look its keys up, once, in the lock order
+		n.mu.RUnlock()
+		s.mu.Lock()
+		n.mu.Lock()
+		if sp := n.find(int64(rev)); sp != nil {
+			s.resolveLocked(sp)
+		}
+		n.mu.Unlock()
+		s.mu.Unlock()
+		n.mu.RLock()
+		sp = n.find(int64(rev))
+	}
 	if sp == nil {
 		n.mu.RUnlock()
 		if int64(rev) <= s.floor.Load() && !s.keptAnywhere(int64(rev)) {
@@ -224,15 +240,18 @@ func (s *state[V]) addNotesLocked(cs []change[V]) {
 // sweepNotesLocked). The caller holds state.mu.
 func (s *state[V]) forgetNotesLocked(floor int64) {
 	n := &s.notes
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	i := 0
-	for i < len(n.spans) && n.spans[i].last() <= floor && !n.spans[i].anyKept() {
+	for i < len(n.spans) && n.spans[i].last() <= floor {
+		if s.resolveLocked(&n.spans[i]); n.spans[i].anyKept() {
+			break
+		}
 		i++
 	}
 	if i > 0 {
-		n.mu.Lock()
 		clear(n.spans[:i])
 		n.spans = n.spans[i:]
-		n.mu.Unlock()
 	}
 }
 
@@ -254,12 +273,35 @@ func (s *state[V]) sweepNotesLocked() {
 	if len(n.spans) == 0 {
 		return
 	}
+	floor := s.floor.Load()
 	n.mu.Lock()
+	for i := range n.spans {
+		if n.spans[i].last() <= floor { // above the floor, a span not looked up yet is kept
+			s.resolveLocked(&n.spans[i])
+		}
+	}
 	n.spans = slices.DeleteFunc(n.spans, func(sp noteSpan[V]) bool { return !sp.anyKept() })
 	n.mu.Unlock()
 }
 
+// resolveLocked looks up the keys of sp's sealed revisions that Open left
+// (noteSpan.sealed), into a new kls: a snapshot being written may be
+// reading the old one. The caller holds state.mu and notes.mu.
+func (s *state[V]) resolveLocked(sp *noteSpan[V]) {
+	if !sp.sealed {
+		return
+	}
+	kls := slices.Clone(sp.kls)
+	s.sealedKeysOf(sp.first, kls)
+	sp.kls, sp.sealed = kls, false
+}
+
+// anyKept reports whether a revision of sp keeps its entry; a span whose
+// keys are not looked up yet counts as kept.
 func (sp *noteSpan[V]) anyKept() bool {
+	if sp.sealed {
+		return true
+	}
 	for i, kl := range sp.kls {
 		if kl != nil && kept(kl, sp.first+int64(i)) {
 			return true

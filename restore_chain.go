@@ -143,11 +143,11 @@ func (s *state[V]) restoreChain(digests *chain.Seq, notes []wal.Notes, noted []n
 		}
 	}
 	// The annotated revisions whose entries are sealed: the tier says
-	// whose they are.
-	for i := range s.notes.spans {
-		sp := &s.notes.spans[i]
-		if slices.Contains(sp.kls, nil) {
-			s.sealedKeysOf(sp.first, sp.kls)
+	// whose they are, when first asked (resolveLocked).
+	if s.disk.tier.Load() != nil {
+		for i := range s.notes.spans {
+			sp := &s.notes.spans[i]
+			sp.sealed = slices.Contains(sp.kls, nil)
 		}
 	}
 	return nil

@@ -438,3 +438,61 @@ func TestGetAtReadsTwoBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnotationsOfSealedRevisions: after Close seals every revision, an
+// Open reads no history to find whose the annotated revisions are; the
+// first Annotations call of each commit looks them up, and every revision
+// answers what was annotated, before and after a compaction below some.
+func TestAnnotationsOfSealedRevisions(t *testing.T) {
+	m := vfs.NewMem()
+	s, err := Open("/db", StringCodec(), WithFS(m))
+	require.NoError(t, err)
+	want := map[Revision]map[string]string{}
+	for i := range 300 {
+		rev, err := s.Update(func(tx *Txn[string]) error {
+			if i%3 == 0 {
+				tx.Annotate("who", fmt.Sprint("user", i))
+			}
+			if err := tx.Put(fmt.Sprint("k", i%17), "a"); err != nil {
+				return err
+			}
+			return tx.Put(fmt.Sprint("j", i%5), "b")
+		})
+		require.NoError(t, err)
+		if i%3 == 0 {
+			want[rev-1], want[rev] = map[string]string{"who": fmt.Sprint("user", i)}, map[string]string{"who": fmt.Sprint("user", i)}
+		}
+	}
+	require.NoError(t, s.Close())
+
+	before := m.Reads()
+	s, err = Open("/db", StringCodec(), WithFS(m))
+	require.NoError(t, err)
+	defer s.Close()
+	segs := int64(len(s.disk.manifest.Segments))
+	require.LessOrEqual(t, m.Reads()-before, 2*segs, "an Open reads the %d segments' footers, and no sealed history for the annotated revisions", segs)
+	check := func() {
+		for r := Revision(1); r <= s.Rev(); r++ {
+			got, err := s.Annotations(r)
+			require.NoError(t, err, "revision %d", r)
+			require.Equal(t, want[r], got, "revision %d", r)
+		}
+	}
+	check()
+	check() // looked up once
+	// A compaction hides the sealed entries below it that are not visible
+	// at it: their revisions' annotations are gone, the rest stay.
+	require.NoError(t, s.Compact(400))
+	gone := 0
+	for r := Revision(1); r <= s.Rev(); r++ {
+		got, err := s.Annotations(r)
+		if err != nil {
+			require.ErrorIs(t, err, ErrCompacted, "revision %d", r)
+			require.Less(t, r, Revision(400))
+			gone++
+			continue
+		}
+		require.Equal(t, want[r], got, "revision %d", r)
+	}
+	require.Positive(t, gone, "the compaction hid annotated revisions")
+}
