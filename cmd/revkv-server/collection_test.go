@@ -105,6 +105,26 @@ func TestCollectionExpiresWholeAndAlone(t *testing.T) {
 	require.Equal(t, 1, expiries)
 }
 
+// The sweeper stops when the store cannot write (closed, or a failed
+// disk), rather than trying the same Update for ever.
+func TestSweepStopsOnAClosedStore(t *testing.T) {
+	s, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	do(c, "hset", "h", "a", "1")
+	require.Equal(t, int64(1), do(c, "pexpire", "h", "1"))
+	time.Sleep(20 * time.Millisecond)
+	require.Equal(t, int64(0), do(c, "exists", "h"))
+	require.NoError(t, s.store.Close())
+	done := make(chan int, 1)
+	go func() { done <- s.sweep() }()
+	select {
+	case n := <-done:
+		require.Equal(t, 0, n)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sweep of a closed store did not end")
+	}
+}
+
 func TestCollectionHistory(t *testing.T) {
 	_, addr := startServer(t, config{})
 	c := newClient(t, addr)

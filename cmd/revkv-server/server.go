@@ -45,6 +45,9 @@ type server struct {
 	clients map[*client]struct{}
 	closing bool
 	conns   sync.WaitGroup // one per client goroutine
+	// sweeping is the sweeper's goroutine (sweep.go): shutdown waits for
+	// it before it closes the store.
+	sweeping sync.WaitGroup
 
 	cursors cursors
 	configs configs
@@ -146,7 +149,7 @@ type client struct {
 
 // serve accepts connections on ln until shutdown closes it.
 func (s *server) serve(ln net.Listener) error {
-	go s.sweeper()
+	s.sweeping.Go(s.sweeper)
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -280,6 +283,7 @@ func (s *server) shutdown(ln net.Listener, grace time.Duration) error {
 		s.mu.Unlock()
 		<-done
 	}
+	s.sweeping.Wait()
 	return s.store.Close()
 }
 

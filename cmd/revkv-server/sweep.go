@@ -54,8 +54,13 @@ func (s *server) sweep() int {
 	}
 	n := 0
 	for _, gen := range stale {
+		select {
+		case <-s.blocking.closed: // shutting down: the rest waits for the next start
+			return n
+		default:
+		}
 		for more := true; more; {
-			s.store.Update(func(tx *revkv.Txn[[]byte]) error {
+			_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
 				owner, ok := tx.Get(ownerKey(gen))
 				if !ok || holds(tx, string(owner), gen) { // moved or swept meanwhile
 					more = false
@@ -77,6 +82,9 @@ func (s *server) sweep() int {
 				}
 				return nil
 			})
+			if err != nil { // a closed store, or one that cannot write: nothing to sweep with
+				return n
+			}
 		}
 	}
 	return n
