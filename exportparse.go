@@ -18,8 +18,10 @@ type lineBatch struct {
 
 // parseLines parses the lines sc reads on a goroutine of its own, a batch
 // at a time, so that Import checks and writes one batch while the next is
-// parsed. stop ends it and waits for it: it reads no further line once
-// stop is called, and never after stop returns.
+// parsed. A batch goes when it is full, at a line that does not parse,
+// and at the end. stop ends it and waits for it: it reads no further line
+// once stop is called (a read under way is waited for), and never after
+// stop returns.
 func parseLines(sc *bufio.Scanner) (<-chan lineBatch, func()) {
 	const batchLines = 512
 	out := make(chan lineBatch, 4)
@@ -35,10 +37,10 @@ func parseLines(sc *bufio.Scanner) (<-chan lineBatch, func()) {
 			default:
 			}
 			more := sc.Scan()
+			var err error
 			if more {
 				b.lines = append(b.lines, exportLine{})
 				l := &b.lines[len(b.lines)-1]
-				var err error
 				if !parseLine(sc.Bytes(), l) {
 					*l = exportLine{}
 					err = json.Unmarshal(sc.Bytes(), l)
@@ -47,7 +49,8 @@ func parseLines(sc *bufio.Scanner) (<-chan lineBatch, func()) {
 			} else {
 				b.err = sc.Err()
 			}
-			if !more || len(b.lines) == batchLines {
+			if !more || len(b.lines) == batchLines || err != nil { // a bad line goes at once: Import stops there
+
 				select {
 				case out <- b:
 				case <-done:
@@ -55,7 +58,7 @@ func parseLines(sc *bufio.Scanner) (<-chan lineBatch, func()) {
 				}
 				b = lineBatch{lines: make([]exportLine, 0, batchLines), errs: make([]error, 0, batchLines)}
 			}
-			if !more {
+			if !more || err != nil { // Import stops at a bad line: read no further
 				return
 			}
 		}

@@ -34,7 +34,9 @@ import (
 // refused. Anything wrong is an error naming the line; the directory is
 // then left as it was (an absent one is not created, what Import wrote is
 // removed). A crash during Import leaves a directory Open refuses as
-// ErrCorrupt (or an empty one): import again into an empty one. The
+// ErrCorrupt (or an empty one): import again into an empty one. r is read
+// on a goroutine of Import's, a batch of lines ahead of the checks; Import
+// returns once it no longer reads r (a read under way is waited for). The
 // options that apply are WithFS and WithProgress.
 func Import[V any](dir string, codec Codec[V], r io.Reader, opts ...Option) (Revision, error) {
 	o := build(opts)
@@ -47,13 +49,20 @@ func Import[V any](dir string, codec Codec[V], r io.Reader, opts ...Option) (Rev
 	case !existed && !errors.Is(err, fs.ErrNotExist):
 		return fail(err)
 	}
+	var made []string // the directories makeDir makes, deepest first: a failure removes them
+	for d := filepath.Clean(dir); !existed && d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := o.fs.List(d); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		made = append(made, d)
+	}
 	if err := makeDir(o.fs, dir); err != nil {
-		cleanDir(o.fs, dir, existed)
+		cleanDirs(o.fs, dir, made)
 		return fail(err)
 	}
 	lock, err := o.fs.Lock(dir)
 	if err != nil {
-		cleanDir(o.fs, dir, existed)
+		cleanDirs(o.fs, dir, made)
 		return fail(err)
 	}
 	im := importer{progress: o.progress, prevHas: true, fs: o.fs, dir: dir}
@@ -63,27 +72,27 @@ func Import[V any](dir string, codec Codec[V], r io.Reader, opts ...Option) (Rev
 	}
 	lock.Close()
 	if err != nil {
-		cleanDir(o.fs, dir, existed)
+		cleanDirs(o.fs, dir, made)
 		return fail(err)
 	}
 	s, err := Open(dir, codec, WithFS(o.fs), WithReadOnly())
 	if err != nil {
-		cleanDir(o.fs, dir, existed)
+		cleanDirs(o.fs, dir, made)
 		return fail(err)
 	}
 	defer s.Close()
 	return s.Rev(), nil
 }
 
-// cleanDir removes what a failed Import wrote in dir, and dir itself if
-// Import made it.
-func cleanDir(fsys vfs.FS, dir string, existed bool) {
+// cleanDirs removes what a failed Import wrote in dir, and the
+// directories in made (dir and the parents Import made, deepest first).
+func cleanDirs(fsys vfs.FS, dir string, made []string) {
 	names, _ := fsys.List(dir)
 	for _, n := range names {
 		fsys.Remove(filepath.Join(dir, n))
 	}
-	if !existed {
-		fsys.Remove(dir)
+	for _, d := range made {
+		fsys.Remove(d)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"strings"
@@ -260,4 +261,33 @@ func TestImportFaults(t *testing.T) {
 			require.Equal(t, string(want), string(exportOf(t, crashed, "/b", "")), "a power cut at operation %d of %d", k, ops)
 		}
 	}
+}
+
+// TestImportStopsAtTheBadLine: Import answers at a line it cannot take,
+// without waiting for the rest of a stream that is still coming, and
+// removes the directories it made.
+func TestImportStopsAtTheBadLine(t *testing.T) {
+	m := vfs.NewMem()
+	historyBase(t, m, "/a")
+	lines := strings.SplitAfter(string(exportOf(t, m, "/a", "")), "\n")
+	r, w := io.Pipe()
+	defer w.Close()
+	go func() {
+		io.WriteString(w, lines[0]+lines[1]+"not json\n") // and then nothing, for ever
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := revkv.Import("/x/y/db", revkv.StringCodec(), r, revkv.WithFS(m))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "line 3")
+	case <-time.After(10 * time.Second):
+		w.CloseWithError(errors.New("the test gave up"))
+		<-done
+		t.Fatal("Import waited for more of the stream after a bad line")
+	}
+	_, err := m.List("/x")
+	require.ErrorIs(t, err, fs.ErrNotExist, "the directories Import made are gone")
 }

@@ -33,8 +33,9 @@ func (n *noteSpan[V]) last() int64 { return n.first + int64(len(n.kls)) - 1 }
 // noteLog is the store's annotated commits.
 type noteLog[V any] struct {
 	// mu guards spans: commits append under state.mu and mu, readers
-	// (Annotations) take mu alone. Taken after state.mu, and before a
-	// keyLog's lock.
+	// (Annotations) take mu alone, and write it to look up a span's
+	// sealed keys (resolveLocked). Taken after state.mu, and before
+	// indexMu or a keyLog's lock (one at a time).
 	mu    sync.RWMutex
 	spans []noteSpan[V] // in revision order, not overlapping
 }
@@ -99,15 +100,17 @@ func (s *Store[V]) Annotations(rev Revision) (map[string]string, error) {
 	n := &s.notes
 	n.mu.RLock()
 	sp := n.find(int64(rev))
-	if sp != nil && sp.sealed { // look its keys up, once, in the lock order
+	if sp != nil && sp.sealed { // look its keys up, once
 		n.mu.RUnlock()
-		s.mu.Lock()
 		n.mu.Lock()
+		var err error
 		if sp := n.find(int64(rev)); sp != nil {
-			s.resolveLocked(sp)
+			err = s.resolveLocked(sp)
 		}
 		n.mu.Unlock()
-		s.mu.Unlock()
+		if err != nil {
+			return fail(err)
+		}
 		n.mu.RLock()
 		sp = n.find(int64(rev))
 	}
@@ -244,7 +247,7 @@ func (s *state[V]) forgetNotesLocked(floor int64) {
 	defer n.mu.Unlock()
 	i := 0
 	for i < len(n.spans) && n.spans[i].last() <= floor {
-		if s.resolveLocked(&n.spans[i]); n.spans[i].anyKept() {
+		if s.resolveLocked(&n.spans[i]); n.spans[i].anyKept() { // kept too where it failed
 			break
 		}
 		i++
@@ -277,7 +280,7 @@ func (s *state[V]) sweepNotesLocked() {
 	n.mu.Lock()
 	for i := range n.spans {
 		if n.spans[i].last() <= floor { // above the floor, a span not looked up yet is kept
-			s.resolveLocked(&n.spans[i])
+			s.resolveLocked(&n.spans[i]) // where it fails, the span stays, kept
 		}
 	}
 	n.spans = slices.DeleteFunc(n.spans, func(sp noteSpan[V]) bool { return !sp.anyKept() })
@@ -286,14 +289,19 @@ func (s *state[V]) sweepNotesLocked() {
 
 // resolveLocked looks up the keys of sp's sealed revisions that Open left
 // (noteSpan.sealed), into a new kls: a snapshot being written may be
-// reading the old one. The caller holds state.mu and notes.mu.
-func (s *state[V]) resolveLocked(sp *noteSpan[V]) {
+// reading the old one. Where a segment cannot be read, sp stays as it
+// was, counted kept, and the error is returned: a passing fault must not
+// lose annotations. The caller holds notes.mu (and may hold state.mu).
+func (s *state[V]) resolveLocked(sp *noteSpan[V]) error {
 	if !sp.sealed {
-		return
+		return nil
 	}
 	kls := slices.Clone(sp.kls)
-	s.sealedKeysOf(sp.first, kls)
+	if err := s.sealedKeysOf(sp.first, kls); err != nil {
+		return err
+	}
 	sp.kls, sp.sealed = kls, false
+	return nil
 }
 
 // anyKept reports whether a revision of sp keeps its entry; a span whose

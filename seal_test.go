@@ -478,8 +478,33 @@ func TestAnnotationsOfSealedRevisions(t *testing.T) {
 			require.Equal(t, want[r], got, "revision %d", r)
 		}
 	}
+	// A segment that cannot be read is the call's error, and loses
+	// nothing: the span stays, and the next checkpoint keeps it.
+	m.SetFault(func(op vfs.Op, _ string) error {
+		if op == vfs.OpReadAt {
+			return errors.New("injected")
+		}
+		return nil
+	})
+	_, err = s.Annotations(1)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrCompacted)
+	m.SetFault(nil)
+	_, err = s.Put("after", "x")
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	s, err = Open("/db", StringCodec(), WithFS(m))
+	require.NoError(t, err)
+	defer s.Close()
 	check()
 	check() // looked up once
+	// Inside an Update's fn too: the lookup takes no write lock.
+	_, err = s.Update(func(tx *Txn[string]) error {
+		got, err := s.Annotations(7)
+		require.Equal(t, want[7], got)
+		return err
+	})
+	require.NoError(t, err)
 	// A compaction hides the sealed entries below it that are not visible
 	// at it: their revisions' annotations are gone, the rest stay.
 	require.NoError(t, s.Compact(400))

@@ -315,7 +315,7 @@ func (s *state[V]) sealedKept(rev int64) bool {
 
 // sealedKeyOf returns the log of the key whose sealed entry is revision
 // rev, if the tier holds it and the key's log counts on it; nil
-// otherwise. The caller holds state.mu (or is Open).
+// otherwise (a segment it cannot read too).
 func (s *state[V]) sealedKeyOf(rev int64) *keyLog[V] {
 	var kl [1]*keyLog[V]
 	s.sealedKeysOf(rev, kl[:])
@@ -323,13 +323,15 @@ func (s *state[V]) sealedKeyOf(rev int64) *keyLog[V] {
 }
 
 // sealedKeysOf sets kls[r-first], for each revision r of [first,
-// first+len(kls)) whose key is not set yet, as sealedKeyOf(r) would,
-// reading each segment's part of the range once: an Open gives the
-// annotated revisions of a run their keys in one pass, not one read each.
-func (s *state[V]) sealedKeysOf(first int64, kls []*keyLog[V]) {
+// first+len(kls)) whose key is not set yet, to the log of the key whose
+// sealed entry r is, if that log counts on it, reading each segment's
+// part of the range once. It takes the index's lock and the keys' own, not
+// the write lock: Annotations calls it, which a transaction's fn may. A
+// segment it cannot read is its error, ErrCorrupt.
+func (s *state[V]) sealedKeysOf(first int64, kls []*keyLog[V]) error {
 	t := s.disk.tier.Load()
 	if t == nil || len(kls) == 0 {
-		return
+		return nil
 	}
 	last := first + int64(len(kls)) - 1
 	for i := max(t.covering(first), 0); i < len(t.refs) && t.refs[i].First <= last; i++ {
@@ -343,16 +345,22 @@ func (s *state[V]) sealedKeysOf(first int64, kls []*keyLog[V]) {
 		}
 		for e, err := range seq {
 			if err != nil {
-				break
+				return corruptSegment(t.refs[i].Name(), err)
 			}
 			if e.Rev < lo || e.Rev > hi || kls[e.Rev-first] != nil {
 				continue
 			}
-			if kl := s.lookupLocked(e.Key); kl != nil && e.Rev >= kl.log.SealedFrom() && e.Rev < kl.log.SealedBelow() {
-				kls[e.Rev-first] = kl
+			if kl := s.lookup(e.Key); kl != nil {
+				kl.mu.RLock()
+				sealed := e.Rev >= kl.log.SealedFrom() && e.Rev < kl.log.SealedBelow()
+				kl.mu.RUnlock()
+				if sealed {
+					kls[e.Rev-first] = kl
+				}
 			}
 		}
 	}
+	return nil
 }
 
 // timeOf returns the time of a sealed revision, in UTC, if the tier

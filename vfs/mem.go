@@ -371,6 +371,14 @@ func (m *Mem) Remove(name string) error {
 				return &fs.PathError{Op: "remove", Path: name, Err: syscall.ENOTEMPTY}
 			}
 		}
+		// Its files went before it: what a crash would have brought back
+		// of them goes with it.
+		for n := range m.durable {
+			if filepath.Dir(n) == name {
+				delete(m.durable, n)
+			}
+		}
+		delete(m.unsynced, name)
 		delete(m.dirs, name)
 		m.changedLocked(filepath.Dir(name), entry{name: name, dir: true, gone: true})
 		return nil

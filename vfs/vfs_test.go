@@ -97,6 +97,27 @@ func TestFileSystems(t *testing.T) {
 	}
 }
 
+// A directory removed and made again holds none of its old files after a
+// power cut, synced or not.
+func TestMemRemovedDirectory(t *testing.T) {
+	m := vfs.NewMem()
+	require.NoError(t, m.MkdirAll("/d"))
+	f, err := m.Create("/d/f")
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+	require.NoError(t, m.SyncDir("/d"))
+	require.NoError(t, m.SyncDir("/"))
+	require.NoError(t, m.Remove("/d/f"))
+	require.NoError(t, m.Remove("/d"))
+	require.NoError(t, m.SyncDir("/"))
+	require.NoError(t, m.MkdirAll("/d"))
+	require.NoError(t, m.SyncDir("/"))
+	names, err := m.Crash(nil).List("/d")
+	require.NoError(t, err)
+	require.Empty(t, names)
+}
+
 // A power cut keeps what was synced: file bytes at their last Sync,
 // directory entries at their directory's last SyncDir, a new directory
 // once its parent was synced.

@@ -149,7 +149,11 @@ type client struct {
 
 // serve accepts connections on ln until shutdown closes it.
 func (s *server) serve(ln net.Listener) error {
-	s.sweeping.Go(s.sweeper)
+	s.mu.Lock()
+	if !s.closing { // added under mu, before shutdown's Wait
+		s.sweeping.Go(s.sweeper)
+	}
+	s.mu.Unlock()
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -228,7 +232,7 @@ func (s *server) handle(c *client) {
 		cmd := runnable(c, args)
 		if cmd != nil {
 			c.run.add(cmd, args)
-			if c.rd.Buffered() > 0 && len(c.run.cmds) < maxRun {
+			if c.rd.Buffered() > 0 && !c.run.full() {
 				continue
 			}
 		}

@@ -60,6 +60,7 @@ func (s *server) sweep() int {
 		default:
 		}
 		for more := true; more; {
+			deleted := 0
 			_, err := s.store.Update(func(tx *revkv.Txn[[]byte]) error {
 				owner, ok := tx.Get(ownerKey(gen))
 				if !ok || holds(tx, string(owner), gen) { // moved or swept meanwhile
@@ -76,7 +77,7 @@ func (s *server) sweep() int {
 				for _, k := range keys {
 					tx.Delete(k)
 				}
-				n += len(keys)
+				deleted = len(keys)
 				if more = len(keys) == sweepBatch; !more {
 					tx.Delete(ownerKey(gen))
 				}
@@ -85,6 +86,7 @@ func (s *server) sweep() int {
 			if err != nil { // a closed store, or one that cannot write: nothing to sweep with
 				return n
 			}
+			n += deleted
 		}
 	}
 	return n
