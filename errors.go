@@ -63,6 +63,12 @@ var (
 	// ErrReadOnly is returned by every write, Compact and Checkpoint of a
 	// store opened WithReadOnly.
 	ErrReadOnly = errors.New("revkv: store is read-only")
+
+	// ErrTooLarge is returned by a write of a store on a directory whose
+	// log record (one Update's entries, values and annotations) would
+	// pass the log's limit of 1 GiB, which Open would take for damage:
+	// nothing is written. Split the Update.
+	ErrTooLarge = errors.New("revkv: write too large for one log record")
 )
 
 type newerFormat struct{}

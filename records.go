@@ -24,6 +24,7 @@ import (
 func (d *disk[V]) record(s *state[V], cs []change[V], first int64, t time.Time) error {
 	d.batch = d.batch[:0]
 	vals := d.payload[:0]
+	size := recordBound(s.commitNotes)
 	for i := range cs {
 		d.batch = append(d.batch, wal.Entry{})
 		x := &d.batch[i]
@@ -41,6 +42,10 @@ func (d *disk[V]) record(s *state[V], cs []change[V], first int64, t time.Time) 
 			}
 			x.Value = vals[start:len(vals):len(vals)]
 		}
+		if size += entryBound + len(x.Key) + len(x.Zone) + len(x.Value); size > maxLogRecord {
+			d.payload = vals[:0]
+			return fmt.Errorf("%w: its %d entries pass %d bytes at entry %d", ErrTooLarge, len(cs), maxLogRecord, i+1)
+		}
 	}
 	d.payload = vals
 	c := &d.chained
@@ -54,6 +59,24 @@ func (d *disk[V]) record(s *state[V], cs []change[V], first int64, t time.Time) 
 	d.w.BufferChained(c)
 	c.Batch, c.Notes = nil, nil
 	return nil
+}
+
+// maxLogRecord is the most bytes a batch's record may hold (a variable
+// for the tests), and entryBound the most an entry's encoding adds to its
+// key, zone name and value: a bound record checks before it hashes, so
+// that a write too large for the log is refused with nothing changed.
+var maxLogRecord = wal.MaxRecord
+
+const entryBound = 96
+
+// recordBound is the most bytes a batch record's annotations and frame
+// take, beside its entries.
+func recordBound(notes []string) int {
+	size := 128 + 16*len(notes)
+	for _, s := range notes {
+		size += len(s)
+	}
+	return size
 }
 
 // logEntry fills x with e, of key, at time t; the caller sets the value.

@@ -70,6 +70,10 @@ const (
 	KindNotes                   // snapshot: the annotations of one commit's revisions
 )
 
+// MaxRecord is the most bytes a record's payload may hold: a reader
+// takes a longer length for damage.
+const MaxRecord = maxRecord
+
 const (
 	headerSize  = 16
 	frameSize   = 9 // length, crc, kind
