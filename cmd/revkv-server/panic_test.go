@@ -58,16 +58,7 @@ func TestPanicContained(t *testing.T) {
 		p.Do(ctx, "get", "p1")
 		return nil
 	})
-	var got []any
-	for _, cmd := range cmds {
-		v, err := cmd.(*redis.Cmd).Result()
-		if err != nil {
-			got = append(got, "error: "+err.Error())
-		} else {
-			got = append(got, v)
-		}
-	}
-	require.Equal(t, []any{"OK", "OK", "error: ERR internal error", "OK", "1"}, got)
+	require.Equal(t, []any{"OK", "OK", "error: ERR internal error", "OK", "1"}, replies(cmds))
 
 	// Pipelined among writes, which run as one Update (pipeline.go): the
 	// panic is its command's error alone, and the writes around it commit.
@@ -78,16 +69,7 @@ func TestPanicContained(t *testing.T) {
 		p.Do(ctx, "get", "w1")
 		return nil
 	})
-	got = got[:0]
-	for _, cmd := range cmds {
-		v, err := cmd.(*redis.Cmd).Result()
-		if err != nil {
-			got = append(got, "error: "+err.Error())
-		} else {
-			got = append(got, v)
-		}
-	}
-	require.Equal(t, []any{"OK", "error: ERR internal error", int64(1), "1"}, got)
+	require.Equal(t, []any{"OK", "error: ERR internal error", int64(1), "1"}, replies(cmds))
 	require.Nil(t, do(c, "get", "w2"), "a panicking write wrote nothing")
 
 	// In MULTI/EXEC: the EXEC's Update is whole or nothing, so a panic in
@@ -118,4 +100,18 @@ func TestPanicContained(t *testing.T) {
 	info := do(other, "info", "stats").(string)
 	require.True(t, strings.Contains(info, "panics_recovered:7\r\n"), info)
 	require.Equal(t, "PONG", do(other, "ping"))
+}
+
+// replies is a pipeline's replies, an error as its text.
+func replies(cmds []redis.Cmder) []any {
+	var got []any
+	for _, cmd := range cmds {
+		v, err := cmd.(*redis.Cmd).Result()
+		if err != nil {
+			got = append(got, "error: "+err.Error())
+		} else {
+			got = append(got, v)
+		}
+	}
+	return got
 }

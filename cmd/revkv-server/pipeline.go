@@ -119,7 +119,7 @@ func (s *server) applyRun(c *client) {
 		return
 	}
 	c.ran(r.cmds[len(r.cmds)-1].cmd.name)
-	s.blocking.wake()
+	s.blocking.wake() // a client that blocked after the check above
 }
 
 // errRunPanicked aborts a run's Update when one of its commands panics.

@@ -12,36 +12,6 @@ import (
 	"github.com/revkv/revkv"
 )
 
-// A pipeline's run of writes (pipeline.go) wakes the clients blocked on
-// what it wrote, as the same writes one by one would.
-func TestPipelineRunWakesBlocked(t *testing.T) {
-	_, addr := startServer(t, config{})
-	ctx := context.Background()
-	blocked := make(chan any, 1)
-	go func() { blocked <- do(newClient(t, addr), "blpop", "q", "10") }()
-	c := newClient(t, addr)
-	for i := 0; ; i++ { // until the BLPOP waits
-		clients := do(c, "info", "clients").(string)
-		if i > 400 || strings.Contains(clients, "blocked_clients:1\r\n") {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Do(ctx, "set", "x", "1")
-		p.Do(ctx, "rpush", "q", "a")
-		p.Do(ctx, "incr", "n")
-		return nil
-	})
-	require.NoError(t, err)
-	select {
-	case v := <-blocked:
-		require.Equal(t, []any{"q", "a"}, v)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the blocked BLPOP was not woken by the pipeline's RPUSH")
-	}
-}
-
 // A client blocked on a key is served by the write that unblocks it before
 // the writer's next command, pipelined or not (as in Redis): a run of
 // writes is not formed while a client waits.
@@ -52,7 +22,7 @@ func TestPipelineServesBlockedFirst(t *testing.T) {
 	go func() { blocked <- do(newClient(t, addr), "blpop", "q", "5") }()
 	c := newClient(t, addr)
 	for i := 0; i < 400 && !strings.Contains(do(c, "info", "clients").(string), "blocked_clients:1\r\n"); i++ {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // until the BLPOP waits
 	}
 	cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Do(ctx, "rpush", "q", "a")
