@@ -496,15 +496,15 @@ func TestAnnotationsOfSealedRevisions(t *testing.T) {
 	s, err = Open("/db", StringCodec(), WithFS(m))
 	require.NoError(t, err)
 	defer s.Close()
-	check()
-	check() // looked up once
-	// Inside an Update's fn too: the lookup takes no write lock.
+	// The first lookup inside an Update's fn: it takes no write lock.
 	_, err = s.Update(func(tx *Txn[string]) error {
 		got, err := s.Annotations(7)
 		require.Equal(t, want[7], got)
 		return err
 	})
 	require.NoError(t, err)
+	check()
+	check() // looked up once
 	// A compaction hides the sealed entries below it that are not visible
 	// at it: their revisions' annotations are gone, the rest stay.
 	require.NoError(t, s.Compact(400))
