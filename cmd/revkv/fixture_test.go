@@ -121,7 +121,10 @@ func fresh(t *testing.T) string {
 func damaged(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "damaged")
-	s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithMemory(-1)) // unsealed: the damage is in its log
+	// A fixed clock: the records' sizes, and so the byte the damage hits
+	// (inside a record, not its length), are the same at every run.
+	at := time.Date(2026, 11, 24, 14, 2, 0, 123456789, time.UTC)
+	s, err := revkv.Open(dir, revkv.BytesCodec(), revkv.WithMemory(-1), revkv.WithClock(func() time.Time { return at })) // unsealed: the damage is in its log
 	require.NoError(t, err)
 	for i := range 50 {
 		_, err := s.Put(fmt.Sprintf("k%02d", i), []byte("value"))
