@@ -1,6 +1,7 @@
 package revkv
 
 import (
+	"math"
 	"time"
 
 	"github.com/revkv/revkv/revlog"
@@ -54,7 +55,7 @@ func (s *state[V]) commitLocked(cs []change[V], t time.Time) (int64, error) {
 	s.dur.committed(s, cs)
 	if n := s.opts.maxHistory; n > 0 {
 		for i := range cs {
-			if kl := cs[i].kl; kl.log.Len()-kl.drop > 2*n {
+			if kl := cs[i].kl; kl.log.Len()-int(kl.drop) > 2*n {
 				s.dur.cap(s, kl)
 			}
 		}
@@ -99,7 +100,11 @@ func (s *state[V]) applyLocked(cs []change[V], t time.Time) {
 		}
 		c.e.SetTime(t, &s.zones)
 		c.kl.mu.Lock()
-		c.kl.log.Append(c.e)
+		if n := s.opts.maxHistory; n > 0 {
+			c.kl.log.AppendWithin(c.e, n+min(n, math.MaxInt32)+1) // the cap trims past 2n
+		} else {
+			c.kl.log.Append(c.e)
+		}
 		c.kl.mu.Unlock()
 		if c.e.HasTTL {
 			s.expiry.Add(c.key, c.e.Expires, c.kl)

@@ -51,7 +51,9 @@ func entryOf[V any](key string, e *revlog.Entry[V], zones *revlog.Zones) Entry[V
 	return Entry[V]{Key: key, Op: Op(e.Op), Value: e.Value, Rev: Revision(e.Rev), Time: e.Time(zones), ExpiresAt: e.ExpiresAt(zones)}
 }
 
-// keyLog is one key's place in the store.
+// keyLog is one key's place in the store. A store holds one per key, so it
+// is kept to 96 bytes, a size class of the allocator, with the log's own 40:
+// drop and stale share the last word.
 type keyLog[V any] struct {
 	key  string
 	mu   sync.RWMutex // guards log against readers; writers also hold state.mu
@@ -59,8 +61,9 @@ type keyLog[V any] struct {
 	slot int // index in state.slots; guarded by state.mu
 	// drop is how many of log's oldest entries the history cap has cut
 	// during a drain (Open's stores), to be dropped when the drain is
-	// published; 0 otherwise. Guarded by state.mu.
-	drop int
+	// published; 0 otherwise. Guarded by state.mu. It is below the log's
+	// length, which memory keeps far below 2^31.
+	drop int32
 	// stale is set while Open's log replay has left the key's index slot
 	// behind its log (disk.stale lists these keys). Guarded by
 	// state.mu.

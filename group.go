@@ -313,7 +313,7 @@ func (d *disk[V]) cap(s *state[V], kl *keyLog[V]) {
 		if kl.drop == 0 {
 			d.trims = append(d.trims, kl)
 		}
-		kl.drop += drop
+		kl.drop += int32(drop)
 	}
 }
 
@@ -325,8 +325,8 @@ func (d *disk[V]) cap(s *state[V], kl *keyLog[V]) {
 func (d *disk[V]) applyDeferredTrimsLocked(s *state[V]) {
 	for _, kl := range d.trims {
 		es := kl.log.Entries()
-		if i := sort.Search(len(es), func(i int) bool { return es[i].Rev > s.oldestPin }) - 1; i < kl.drop {
-			kl.drop = max(i, 0)
+		if i := sort.Search(len(es), func(i int) bool { return es[i].Rev > s.oldestPin }) - 1; i < int(kl.drop) {
+			kl.drop = int32(max(i, 0))
 		}
 		if kl.drop == 0 {
 			continue

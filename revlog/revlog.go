@@ -100,14 +100,29 @@ const (
 // At(6) Found put@5. CutBefore(6) drops put@2 → trimmed, At(4) Compacted,
 // At(6) still put@5.
 //
-// revs is nil or holds every entry's Rev in order (revs[i] == entries[i].Rev);
-// it is built once a log reaches revsFrom entries. A search by revision
-// probes it instead of the entries, 8 bytes apart instead of 56, so the
-// probes of a long history stay in cache.
+// The fields most logs never need (the revision index of a long log and
+// the sealed tier's bounds) live behind ext, allocated by the first that
+// does, so that the log of a key with a short history is 40 bytes: a store
+// holds one per key, and most keys have a short history.
 type Log[V any] struct {
 	entries []Entry[V]
-	revs    []int64
-	trimmed bool // entries were dropped from the front
+	ext     *logExt
+	// front packs what the log knows of the entries dropped from its
+	// front: the revision of the newest of them shifted left by one (0:
+	// none, or not known: a log rebuilt from a snapshot), so that a reader
+	// walking the log forward from a revision knows whether it lost
+	// anything; and, in bit 0, trimmed: entries were dropped from the
+	// front. Revisions stay far below 2^62, so the shift loses nothing.
+	front int64
+}
+
+// logExt is the part of a Log that most logs never need.
+type logExt struct {
+	// revs is nil or holds every entry's Rev in order (revs[i] ==
+	// entries[i].Rev); it is built once a log reaches revsFrom entries. A
+	// search by revision probes it instead of the entries, 8 bytes apart
+	// instead of 56, so the probes of a long history stay in cache.
+	revs []int64
 	// sealed is 0, or the revision of entries[0], below which the key's
 	// history was moved to the sealed tier (Seal): reads from lo, the
 	// revision of the key's oldest retained entry, up to it answer
@@ -116,11 +131,55 @@ type Log[V any] struct {
 	// earlier life of it that a compaction removed). A trim of the log's
 	// own entries clears both.
 	sealed, lo int64
-	// dropped is the revision of the newest entry dropped from the front
-	// (0: none, or not known: a log rebuilt from a snapshot), so that a
-	// reader walking the log forward from a revision knows whether it lost
-	// anything.
-	dropped int64
+}
+
+// revIndex returns the log's revision index, nil if it has none.
+func (l *Log[V]) revIndex() []int64 {
+	if l.ext == nil {
+		return nil
+	}
+	return l.ext.revs
+}
+
+// sealedAt returns the revision below which the key's history is in the
+// sealed tier and the revision of its oldest entry there (0, 0: none is).
+func (l *Log[V]) sealedAt() (sealed, lo int64) {
+	if l.ext == nil {
+		return 0, 0
+	}
+	return l.ext.sealed, l.ext.lo
+}
+
+// setExt sets the revision index and the sealed tier's bounds, freeing
+// the ext when they are all empty.
+func (l *Log[V]) setExt(revs []int64, sealed, lo int64) {
+	switch {
+	case revs == nil && sealed == 0 && lo == 0:
+		l.ext = nil
+	case l.ext == nil:
+		l.ext = &logExt{revs: revs, sealed: sealed, lo: lo}
+	default:
+		l.ext.revs, l.ext.sealed, l.ext.lo = revs, sealed, lo
+	}
+}
+
+func (l *Log[V]) trimmed() bool { return l.front&1 != 0 }
+
+func (l *Log[V]) setTrimmed(t bool) {
+	l.front &^= 1
+	if t {
+		l.front |= 1
+	}
+}
+
+func (l *Log[V]) dropped() int64 { return l.front >> 1 }
+
+// noteDropped records that entries up to rev were dropped; it never lowers
+// what the log knows.
+func (l *Log[V]) noteDropped(rev int64) {
+	if rev > l.dropped() {
+		l.front = rev<<1 | l.front&1
+	}
 }
 
 // revsFrom is the length at which a log starts keeping revs: below it a
@@ -146,14 +205,29 @@ func (l *Log[V]) Append(e Entry[V]) {
 	}
 	l.entries = append(l.entries, e)
 	switch {
-	case l.revs != nil:
-		l.revs = append(l.revs, e.Rev)
+	case l.revIndex() != nil:
+		l.ext.revs = append(l.ext.revs, e.Rev)
 	case len(l.entries) >= revsFrom:
-		l.revs = make([]int64, len(l.entries), cap(l.entries))
+		revs := make([]int64, len(l.entries), cap(l.entries))
 		for i := range l.entries {
-			l.revs[i] = l.entries[i].Rev
+			revs[i] = l.entries[i].Rev
 		}
+		sealed, lo := l.sealedAt()
+		l.setExt(revs, sealed, lo)
 	}
+}
+
+// AppendWithin is Append for a log that a history cap keeps to about most
+// entries: while the log is shorter than most, its array grows to at most
+// most, where append would double it past for good (a log capped at 3
+// would hold room for 4 with every key).
+func (l *Log[V]) AppendWithin(e Entry[V], most int) {
+	if n := len(l.entries); n == cap(l.entries) && n < most {
+		grown := make([]Entry[V], n, min(max(2*n, 1), most))
+		copy(grown, l.entries)
+		l.entries = grown
+	}
+	l.Append(e)
 }
 
 // Grow makes room for n more entries, so that as many Appends do not
@@ -179,16 +253,16 @@ func (l *Log[V]) Last() (*Entry[V], bool) {
 
 // MarkTrimmed records that entries older than the first were dropped, for a
 // log rebuilt from a snapshot.
-func (l *Log[V]) MarkTrimmed() { l.trimmed = len(l.entries) > 0 }
+func (l *Log[V]) MarkTrimmed() { l.setTrimmed(len(l.entries) > 0) }
 
 // SetDropped records that entries up to rev were dropped, for a log
 // rebuilt from disk: it never lowers what the log knows.
-func (l *Log[V]) SetDropped(rev int64) { l.dropped = max(l.dropped, rev) }
+func (l *Log[V]) SetDropped(rev int64) { l.noteDropped(rev) }
 
 // Dropped returns the revision of the newest entry dropped from the front:
 // a walk forward from revision r has lost nothing of this key if
 // Dropped() < r. 0 when nothing was dropped.
-func (l *Log[V]) Dropped() int64 { return l.dropped }
+func (l *Log[V]) Dropped() int64 { return l.dropped() }
 
 // From returns the oldest entry with Rev >= rev, if there is one. O(log n).
 func (l *Log[V]) From(rev int64) (Entry[V], bool) {
@@ -210,11 +284,11 @@ func (l *Log[V]) AppendRange(buf []Entry[V], lo, hi int64, n int) []Entry[V] {
 
 // Lo returns the revision below which reads are Compacted (0: none are).
 func (l *Log[V]) Lo() int64 {
-	switch {
-	case !l.trimmed || len(l.entries) == 0:
+	switch sealed, lo := l.sealedAt(); {
+	case !l.trimmed() || len(l.entries) == 0:
 		return 0
-	case l.sealed > 0:
-		return l.lo
+	case sealed > 0:
+		return lo
 	}
 	return l.entries[0].Rev
 }
@@ -222,10 +296,10 @@ func (l *Log[V]) Lo() int64 {
 // SealedFrom returns the revision of a sealed log's oldest retained
 // entry, which the tier holds (0: the log is not sealed).
 func (l *Log[V]) SealedFrom() int64 {
-	if l.sealed == 0 {
-		return 0
+	if sealed, lo := l.sealedAt(); sealed > 0 {
+		return lo
 	}
-	return l.lo
+	return 0
 }
 
 // Seal drops the entries older than the newest at or below rev (and than
@@ -242,11 +316,12 @@ func (l *Log[V]) Seal(rev int64) int {
 	if i <= 0 {
 		return 0
 	}
-	if l.sealed == 0 {
-		l.lo = l.entries[0].Rev
+	sealed, lo := l.sealedAt()
+	if sealed == 0 {
+		lo = l.entries[0].Rev
 	}
 	l.cutFront(i)
-	l.sealed = l.entries[0].Rev
+	l.setExt(l.revIndex(), l.entries[0].Rev, lo)
 	return i
 }
 
@@ -257,23 +332,29 @@ func (l *Log[V]) MarkSealed(lo int64, trimmed bool) {
 	if len(l.entries) == 0 {
 		return
 	}
-	l.sealed, l.lo, l.trimmed = l.entries[0].Rev, lo, trimmed
+	l.setExt(l.revIndex(), l.entries[0].Rev, lo)
+	l.setTrimmed(trimmed)
 }
 
 // HideSealed records that a trim or compaction hid the sealed entries
 // below lo, the newest of them at dropped: reads below lo answer
 // Compacted. For a sealed log whose cut falls below its oldest entry.
 func (l *Log[V]) HideSealed(lo, dropped int64) {
-	if l.sealed == 0 || lo <= l.lo && l.trimmed {
+	sealed, was := l.sealedAt()
+	if sealed == 0 || lo <= was && l.trimmed() {
 		return
 	}
-	l.lo, l.trimmed = max(min(lo, l.sealed), l.lo), true
-	l.dropped = max(l.dropped, dropped)
+	l.setExt(l.revIndex(), sealed, max(min(lo, sealed), was))
+	l.setTrimmed(true)
+	l.noteDropped(dropped)
 }
 
 // SealedBelow returns the revision below which the key's history is in
 // the sealed tier (0: none is).
-func (l *Log[V]) SealedBelow() int64 { return l.sealed }
+func (l *Log[V]) SealedBelow() int64 {
+	sealed, _ := l.sealedAt()
+	return sealed
+}
 
 // At returns the entry visible just after revision rev: the newest with
 // Rev <= rev. O(1) when that is the newest entry, else O(log n).
@@ -288,14 +369,15 @@ func (l *Log[V]) At(rev int64) (Entry[V], Status) {
 // reads the tier, and judges Compacted by the time of the trim.
 func (l *Log[V]) AsOf(t time.Time, maxRev int64) (Entry[V], Status) {
 	sec, nsec := t.Unix(), int32(t.Nanosecond())
-	if l.trimmed && l.sealed == 0 && len(l.entries) > 0 && l.entries[0].after(sec, nsec) {
+	sealed, _ := l.sealedAt()
+	if l.trimmed() && sealed == 0 && len(l.entries) > 0 && l.entries[0].after(sec, nsec) {
 		return Entry[V]{}, Compacted
 	}
 	i := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].after(sec, nsec) }) - 1
 	for i >= 0 && l.entries[i].Rev > maxRev {
 		i--
 	}
-	if i < 0 && l.sealed > 0 {
+	if i < 0 && sealed > 0 {
 		return Entry[V]{}, Sealed
 	}
 	return l.result(i, 0)
@@ -304,12 +386,12 @@ func (l *Log[V]) AsOf(t time.Time, maxRev int64) (Entry[V], Status) {
 // result is the answer of a read at rev whose newest entry at or below it
 // is entries[i] (i < 0: none).
 func (l *Log[V]) result(i int, rev int64) (Entry[V], Status) {
-	switch {
+	switch sealed, lo := l.sealedAt(); {
 	case i >= 0:
 		return l.entries[i], Found
-	case l.sealed > 0 && rev >= l.lo:
+	case sealed > 0 && rev >= lo:
 		return Entry[V]{}, Sealed
-	case l.trimmed:
+	case l.trimmed():
 		return Entry[V]{}, Compacted
 	default:
 		return Entry[V]{}, Absent
@@ -331,8 +413,8 @@ func (l *Log[V]) indexAt(rev int64) int {
 	if n > 0 && l.entries[n-1].Rev <= rev {
 		return n - 1
 	}
-	if l.revs != nil {
-		return sort.Search(n, func(i int) bool { return l.revs[i] > rev }) - 1
+	if revs := l.revIndex(); revs != nil {
+		return sort.Search(n, func(i int) bool { return revs[i] > rev }) - 1
 	}
 	return sort.Search(n, func(i int) bool { return l.entries[i].Rev > rev }) - 1
 }
@@ -350,8 +432,9 @@ func (l *Log[V]) CutBefore(rev int64) (dropped int, empty bool) {
 	}
 	if i == len(l.entries)-1 && l.entries[i].Op != Put && l.entries[i].Rev < rev {
 		n := len(l.entries)
-		l.dropped = max(l.dropped, l.entries[i].Rev) // a reader still holding the log sees the loss
-		l.entries, l.revs, l.trimmed, l.sealed, l.lo = nil, nil, false, 0, 0
+		l.noteDropped(l.entries[i].Rev) // a reader still holding the log sees the loss
+		l.entries, l.ext = nil, nil
+		l.setTrimmed(false)
 		return n, true
 	}
 	l.dropFront(i)
@@ -391,9 +474,10 @@ func (l *Log[V]) dropFront(k int) {
 	if k <= 0 {
 		return
 	}
-	l.dropped = max(l.dropped, l.entries[k-1].Rev)
+	l.noteDropped(l.entries[k-1].Rev)
 	l.cutFront(k)
-	l.trimmed, l.sealed, l.lo = true, 0, 0
+	l.setTrimmed(true)
+	l.setExt(l.revIndex(), 0, 0)
 }
 
 // cutFront removes entries[:k], clearing them so their values can be
@@ -405,13 +489,14 @@ func (l *Log[V]) cutFront(k int) {
 	if c := cap(l.entries); c > 16 && n < c/4 {
 		l.entries = append(make([]Entry[V], 0, 2*n), l.entries...)
 	}
-	switch {
-	case l.revs == nil:
+	sealed, lo := l.sealedAt()
+	switch revs := l.revIndex(); {
+	case revs == nil:
 	case n < revsFrom/2: // rebuilt if the log grows back
-		l.revs = nil
-	case cap(l.revs) > 16 && n < cap(l.revs)/4:
-		l.revs = append(make([]int64, 0, 2*n), l.revs[k:]...)
+		l.setExt(nil, sealed, lo)
+	case cap(revs) > 16 && n < cap(revs)/4:
+		l.ext.revs = append(make([]int64, 0, 2*n), revs[k:]...)
 	default:
-		l.revs = l.revs[:copy(l.revs, l.revs[k:])]
+		l.ext.revs = revs[:copy(revs, revs[k:])]
 	}
 }

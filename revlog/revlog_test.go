@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -265,13 +266,13 @@ func TestZones(t *testing.T) {
 // checkRevs asserts the revs invariant: nil, or every entry's Rev in order.
 func checkRevs[V any](t *testing.T, l *Log[V]) {
 	t.Helper()
-	if l.revs == nil {
+	if l.revIndex() == nil {
 		require.Less(t, l.Len(), revsFrom, "a long log keeps revs")
 		return
 	}
-	require.Len(t, l.revs, l.Len())
+	require.Len(t, l.revIndex(), l.Len())
 	for i, e := range l.Entries() {
-		require.Equal(t, e.Rev, l.revs[i], "revs[%d]", i)
+		require.Equal(t, e.Rev, l.revIndex()[i], "revs[%d]", i)
 	}
 }
 
@@ -294,12 +295,12 @@ func TestRevsFollowEntries(t *testing.T) {
 	require.Equal(t, int64(151), e.Rev)
 	l.TrimTo(5, 1000)
 	checkRevs(t, &l)
-	require.Nil(t, l.revs, "dropped when the log got short")
+	require.Nil(t, l.revIndex(), "dropped when the log got short")
 	for i := range 20 {
 		l.Append(put(int64(400+i), 200, "w"))
 		checkRevs(t, &l)
 	}
-	require.NotNil(t, l.revs, "built again")
+	require.NotNil(t, l.revIndex(), "built again")
 	e, _ = l.At(410)
 	require.Equal(t, int64(410), e.Rev)
 }
@@ -416,4 +417,46 @@ func TestSeal(t *testing.T) {
 	l.MarkSealed(2, true)
 	_, st = l.At(1)
 	require.Equal(t, Compacted, st)
+}
+
+// TestAppendWithin: a capped log's array stops at the cap's room, where
+// append would have doubled it, and the log reads as one appended to.
+func TestAppendWithin(t *testing.T) {
+	var l Log[string]
+	for i := range 50 {
+		l.AppendWithin(put(int64(i+1), i, "v"), 3)
+		if l.Len() > 2 {
+			l.TrimTo(1, 1<<40)
+		}
+		require.LessOrEqual(t, cap(l.entries), 3, "after %d appends", i+1)
+		e, st := l.At(int64(i + 1))
+		require.Equal(t, Found, st)
+		require.Equal(t, int64(i+1), e.Rev)
+	}
+	for i := 50; i < 60; i++ { // past most (a pinned reader kept the entries): append's growth
+		l.AppendWithin(put(int64(i+1), i, "v"), 3)
+	}
+	require.Equal(t, int64(51), l.Entries()[l.Len()-10].Rev)
+	checkRevs(t, &l)
+}
+
+// TestLogIsSmall: a store holds a Log per key, so a short log keeps its
+// rare fields out of line: 40 bytes, and no ext once trims and seals are
+// undone. The packed dropped revision and trimmed flag do not disturb
+// each other.
+func TestLogIsSmall(t *testing.T) {
+	require.Equal(t, uintptr(40), unsafe.Sizeof(Log[[]byte]{}))
+	l := logOf(put(1, 1, "a"), put(2, 2, "b"), put(3, 3, "c"))
+	l.Seal(2)
+	require.NotNil(t, l.ext, "a sealed log keeps its bounds")
+	require.Equal(t, int64(2), l.SealedBelow())
+	l.TrimTo(1, 10)
+	require.Nil(t, l.ext, "a trim hides the tier: nothing rare is left")
+	require.Equal(t, int64(2), l.Dropped())
+	require.Equal(t, int64(3), l.Lo())
+	l.SetDropped(1 << 61)
+	require.Equal(t, int64(1<<61), l.Dropped())
+	require.Equal(t, int64(3), l.Lo(), "still trimmed")
+	l.SetDropped(5)
+	require.Equal(t, int64(1<<61), l.Dropped(), "never lowered")
 }

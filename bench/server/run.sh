@@ -75,7 +75,12 @@ for p in 1 16; do
   run "durable P$p" --dir "$work/data" --sync always -- --appendonly yes --appendfsync always -- -t set -n $((n / 20)) -P $p
 done
 rss() { awk '/^VmRSS/ {print $2 * 1024}' "/proc/$1/status"; }
-fill() { "${cli[@]}" redis-benchmark -p "$1" -t set -n 1000000 -r 1000000 -d 16 -c 50 -P 16 -q >/dev/null; }
+# MEMORY PURGE after the fill: revkv-server's used_memory is then its live
+# heap, as Redis's is its live allocations (Redis's does not change).
+fill() {
+  "${cli[@]}" redis-benchmark -p "$1" -t set -n 1000000 -r 1000000 -d 16 -c 50 -P 16 -q >/dev/null
+  redis-cli -p "$1" memory purge >/dev/null
+}
 for hist in all 1; do
   flags=()
   [ "$hist" = 1 ] && flags=(--max-history 1)

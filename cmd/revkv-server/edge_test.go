@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -290,6 +291,16 @@ func TestInfoMemory(t *testing.T) {
 		do(c, "set", fmt.Sprint("k", i), big)
 	}
 	require.Greater(t, used(), before+16<<20, "32 MiB of values show")
+
+	// MEMORY PURGE collects the heap (the server shares this process's).
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	gcs := ms.NumGC
+	require.Equal(t, "OK", do(c, "memory", "purge"))
+	runtime.ReadMemStats(&ms)
+	require.Greater(t, ms.NumGC, gcs, "MEMORY PURGE ran a collection")
+	require.Contains(t, fmt.Sprint(do(c, "memory", "purge", "now")), "wrong number of arguments")
+	require.Contains(t, fmt.Sprint(do(c, "memory", "help")), "PURGE")
 	require.Equal(t, "1.50M", humanBytes(3<<19))
 	require.Equal(t, "96B", humanBytes(96))
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -13,7 +15,7 @@ func init() {
 		&command{name: "object", arity: -2, read: cmdObject,
 			sub: map[string]int{"ENCODING": 3, "REFCOUNT": 3, "IDLETIME": 3, "FREQ": 3, "HELP": 2}},
 		&command{name: "memory", arity: -2, read: cmdMemory,
-			sub: map[string]int{"USAGE": -3, "HELP": 2}},
+			sub: map[string]int{"USAGE": -3, "PURGE": 2, "HELP": 2}},
 	)
 }
 
@@ -151,10 +153,16 @@ func stringEncoding(v []byte) string {
 const recordOverhead = 340
 
 func cmdMemory(c *client, r reader, a [][]byte) {
-	if strings.EqualFold(string(a[1]), "HELP") {
-		c.w.Array(2)
+	switch {
+	case strings.EqualFold(string(a[1]), "HELP"):
+		c.w.Array(3)
 		c.w.Simple("MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
 		c.w.Simple("USAGE <key> [SAMPLES <count>]")
+		c.w.Simple("PURGE")
+		return
+	case strings.EqualFold(string(a[1]), "PURGE"):
+		purgeMemory()
+		c.w.Simple("OK")
 		return
 	}
 	if len(a) != 3 && (len(a) != 5 || !strings.EqualFold(string(a[3]), "SAMPLES")) {
@@ -186,4 +194,24 @@ func cmdMemory(c *client, r reader, a [][]byte) {
 		}
 	}
 	c.w.Int(n)
+}
+
+// purging is held by the MEMORY PURGE running, so that clients sending it
+// at once share one collection instead of queueing one each.
+var purging sync.Mutex
+
+// purgeMemory is MEMORY PURGE: where Redis asks its allocator to give
+// back the pages it holds free, revkv-server collects the heap and gives
+// its free pages back to the system. After it, INFO's used_memory is the
+// live heap alone, which is what Redis's counts: between collections it
+// also holds the garbage not yet swept. A purge asked for while one runs
+// waits for that one and does not start another.
+func purgeMemory() {
+	if purging.TryLock() {
+		debug.FreeOSMemory()
+		purging.Unlock()
+		return
+	}
+	purging.Lock() // wait for the running purge: its collection serves this one too
+	purging.Unlock()
 }
