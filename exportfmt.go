@@ -51,6 +51,10 @@ type exportLine struct {
 	Dropped        int64             `json:"dropped,omitempty"`
 	Prev           string            `json:"prev,omitempty"`
 	Digest         string            `json:"digest,omitempty"`
+	// valueBytes, when lineParser read Value, are its bytes, which
+	// *Value shares: Import keeps them as the entry's value without
+	// another copy. Nothing writes to them.
+	valueBytes []byte
 }
 
 var opNames = [...]string{OpPut: "put", OpDelete: "delete", OpExpire: "expire"}

@@ -2,10 +2,12 @@ package revkv
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // lineBatch is lines of an export, parsed: each line's error is in errs,
@@ -30,6 +32,7 @@ func parseLines(sc *bufio.Scanner) (<-chan lineBatch, func()) {
 	wg.Go(func() {
 		defer close(out)
 		b := lineBatch{}
+		var p lineParser
 		for {
 			select {
 			case <-done:
@@ -41,7 +44,7 @@ func parseLines(sc *bufio.Scanner) (<-chan lineBatch, func()) {
 			if more {
 				b.lines = append(b.lines, exportLine{})
 				l := &b.lines[len(b.lines)-1]
-				if !parseLine(sc.Bytes(), l) {
+				if !p.parse(sc.Bytes(), l) {
 					*l = exportLine{}
 					err = json.Unmarshal(sc.Bytes(), l)
 				}
@@ -75,7 +78,42 @@ func parseLines(sc *bufio.Scanner) (<-chan lineBatch, func()) {
 // Import reads every line of an export, and encoding/json's reflection is
 // slow for that.
 func parseLine(b []byte, l *exportLine) bool {
-	s := lineScan{b: b}
+	var p lineParser
+	return p.parse(b, l)
+}
+
+// lineParser is parseLine for a stream of lines, which it parses with
+// fewer allocations: the lines of one commit share their time, which it
+// makes a string of once, and ops are the three constant strings. The
+// strings a line points to (its key and value) have their headers in
+// chunks it allocates a thousand at a time, not one by one.
+type lineParser struct {
+	time, zone string   // the last line's
+	strs       []string // the chunk in use: a line's *string points into it
+}
+
+// str returns a pointer to a string of v's bytes, its header in the chunk.
+func (p *lineParser) str(v []byte) *string { return p.put(string(v)) }
+
+// put returns a pointer to s, its header in the chunk.
+func (p *lineParser) put(s string) *string {
+	if len(p.strs) == cap(p.strs) {
+		p.strs = make([]string, 0, 1024) // the lines holding the last chunk's keep it
+	}
+	p.strs = append(p.strs, s)
+	return &p.strs[len(p.strs)-1]
+}
+
+// again returns last if v holds its bytes, else a new string of them.
+func again(last *string, v []byte) string {
+	if *last != string(v) {
+		*last = string(v)
+	}
+	return *last
+}
+
+func (p *lineParser) parse(b []byte, l *exportLine) bool {
+	s := lineScan{b: b, p: p}
 	if !s.byte('{') {
 		return false
 	}
@@ -202,36 +240,52 @@ func (s *lineScan) field(f int, l *exportLine) bool {
 	if !ok {
 		return false
 	}
-	str := string(v)
+	p := s.p
 	switch f {
 	case fTime:
-		l.Time = str
+		l.Time = again(&p.time, v)
 	case fZone:
-		l.Zone = str
+		l.Zone = again(&p.zone, v)
 	case fKey:
-		l.Key = &str
+		l.Key = p.str(v)
 	case fKeyB64:
-		l.KeyBase64 = &str
+		l.KeyBase64 = p.str(v)
 	case fOp:
-		l.Op = str
+		l.Op = opName(v)
 	case fValue:
-		l.Value = &str
+		if len(v) == 0 {
+			l.Value = p.str(v)
+			break
+		}
+		l.valueBytes = bytes.Clone(v)
+		l.Value = p.put(unsafe.String(unsafe.SliceData(l.valueBytes), len(v)))
 	case fValueB64:
-		l.ValueBase64 = &str
+		l.ValueBase64 = p.str(v)
 	case fExpires:
-		l.ExpiresAt = str
+		l.ExpiresAt = string(v)
 	case fPrev:
-		l.Prev = str
+		l.Prev = string(v)
 	case fDigest:
-		l.Digest = str
+		l.Digest = string(v)
 	}
 	return true
 }
 
-// lineScan reads a line's bytes from i on.
+// opName returns v as a string: one of opNames without an allocation.
+func opName(v []byte) string {
+	for _, name := range opNames[1:] {
+		if string(v) == name {
+			return name
+		}
+	}
+	return string(v)
+}
+
+// lineScan reads a line's bytes from i on, for p.
 type lineScan struct {
 	b []byte
 	i int
+	p *lineParser
 }
 
 // ws skips JSON's white space.
@@ -274,17 +328,47 @@ func (s *lineScan) str() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
-		switch c := s.b[j]; {
-		case c == '"':
-			s.i = j + 1
-			v := s.b[start:j]
-			return v, utf8.Valid(v)
-		case c == '\\' || c < 0x20:
-			return nil, false
+	n := bytes.IndexByte(s.b[start:], '"')
+	if n < 0 {
+		return nil, false
+	}
+	v := s.b[start : start+n]
+	if !plainString(v) {
+		return nil, false
+	}
+	s.i = start + n + 1
+	return v, true
+}
+
+// plainString reports whether v, a JSON string's contents up to its first
+// quote, has no escape and no control character and is valid UTF-8. It
+// looks at eight bytes at a time while they are ASCII, as exports mostly
+// are.
+func plainString(v []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		w := uint64(v[i]) | uint64(v[i+1])<<8 | uint64(v[i+2])<<16 | uint64(v[i+3])<<24 |
+			uint64(v[i+4])<<32 | uint64(v[i+5])<<40 | uint64(v[i+6])<<48 | uint64(v[i+7])<<56
+		bs := w ^ (ones * '\\')
+		switch {
+		case w&highs != 0: // not ASCII: byte by byte from here
+			return plainTail(v[i:])
+		case (w-ones*0x20)&^w&highs != 0, (bs-ones)&^bs&highs != 0: // a byte below 0x20, or a backslash
+			return false
 		}
 	}
-	return nil, false
+	return plainTail(v[i:])
+}
+
+// plainTail is plainString byte by byte.
+func plainTail(v []byte) bool {
+	for _, c := range v {
+		if c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return utf8.Valid(v)
 }
 
 // int reads an integer as JSON writes one: an optional minus, then 0 or

@@ -117,6 +117,10 @@ type importer struct {
 	line     int
 	times    int64       // the times read, of revisions from Base on
 	lastTime wal.Instant // the last line's time
+	// timeText and timeOf are the last time parsed, as written and as
+	// read: the lines of one commit share it (and its string, lineParser).
+	timeText string
+	timeOf   time.Time
 	hasher   chain.Hasher
 	win      importWindow
 	refs     []segment.Ref // the segments written, oldest first
@@ -235,10 +239,15 @@ func (im *importer) add(l *exportLine) error {
 		return err
 	}
 	var t time.Time
-	if l.Time != "" {
+	switch {
+	case l.Time == "":
+	case l.Time == im.timeText:
+		t = im.timeOf
+	default:
 		if t, err = parseExportTime(l.Time); err != nil {
 			return err
 		}
+		im.timeText, im.timeOf = l.Time, t
 	}
 	if r >= im.head.Base {
 		if l.Time == "" || r != im.head.Base+im.times {
@@ -318,7 +327,10 @@ func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) erro
 		if err != nil {
 			return err
 		}
-		x.Value = []byte(v)
+		x.Value = l.valueBytes
+		if x.Value == nil {
+			x.Value = []byte(v)
+		}
 	} else if l.Value != nil || l.ValueBase64 != nil || l.ExpiresAt != "" {
 		return fmt.Errorf("a value or expiry on an %s", l.Op)
 	}
