@@ -366,6 +366,8 @@ func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) erro
 	x.Key = ""
 	k := im.keys[key]
 	switch {
+	case l.Dropped < 0 || l.Dropped >= l.Rev:
+		return fmt.Errorf(`"dropped" %d: not a revision before its key's oldest entry`, l.Dropped)
 	case k == nil:
 		k = &importKey{key: key, trimmed: l.Trimmed, dropped: l.Dropped, first: l.Rev}
 		im.keys[key] = k

@@ -175,6 +175,9 @@ func TestImportRefuses(t *testing.T) {
 		"not json":              lines[0] + "{\"rev\":\n",
 		"floor off":             strings.Replace(string(good), `"floor":`, `"floor":1`, 1),
 		"a digest changed":      strings.Replace(string(good), `"digest":"`, `"digest":"0`, 1),
+		// Not in the chain, so checked on its own: a revision before the key's first.
+		"dropped past its entry": lines[0] + strings.Replace(lines[1], "{", `{"dropped":4611686018427387904,`, 1) + strings.Join(lines[2:], ""),
+		"dropped negative":       lines[0] + strings.Replace(lines[1], "{", `{"dropped":-1,`, 1) + strings.Join(lines[2:], ""),
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.NotEqual(t, string(good), data, "the case changes nothing")

@@ -108,11 +108,12 @@ type Log[V any] struct {
 	entries []Entry[V]
 	ext     *logExt
 	// front packs what the log knows of the entries dropped from its
-	// front: the revision of the newest of them shifted left by one (0:
-	// none, or not known: a log rebuilt from a snapshot), so that a reader
-	// walking the log forward from a revision knows whether it lost
-	// anything; and, in bit 0, trimmed: entries were dropped from the
-	// front. Revisions stay far below 2^62, so the shift loses nothing.
+	// front: dropped, the revision of the newest of them (0: none, or not
+	// known: a log rebuilt from a snapshot), so that a reader walking the
+	// log forward from a revision knows whether it lost anything; and
+	// trimmed: entries were dropped from the front. It is dropped, or ^dropped
+	// (negative) when trimmed: dropped is never negative, so every value
+	// it may take is kept whole.
 	front int64
 }
 
@@ -163,22 +164,30 @@ func (l *Log[V]) setExt(revs []int64, sealed, lo int64) {
 	}
 }
 
-func (l *Log[V]) trimmed() bool { return l.front&1 != 0 }
+func (l *Log[V]) trimmed() bool { return l.front < 0 }
 
-func (l *Log[V]) setTrimmed(t bool) {
-	l.front &^= 1
-	if t {
-		l.front |= 1
+func (l *Log[V]) dropped() int64 {
+	if l.front < 0 {
+		return ^l.front
+	}
+	return l.front
+}
+
+// setFront sets front from dropped (never negative) and trimmed.
+func (l *Log[V]) setFront(dropped int64, trimmed bool) {
+	l.front = dropped
+	if trimmed {
+		l.front = ^dropped
 	}
 }
 
-func (l *Log[V]) dropped() int64 { return l.front >> 1 }
+func (l *Log[V]) setTrimmed(t bool) { l.setFront(l.dropped(), t) }
 
 // noteDropped records that entries up to rev were dropped; it never lowers
 // what the log knows.
 func (l *Log[V]) noteDropped(rev int64) {
 	if rev > l.dropped() {
-		l.front = rev<<1 | l.front&1
+		l.setFront(rev, l.trimmed())
 	}
 }
 
@@ -204,6 +213,11 @@ func (l *Log[V]) Append(e Entry[V]) {
 		}
 	}
 	l.entries = append(l.entries, e)
+	l.indexRev(e)
+}
+
+// indexRev keeps the revision index in step with an entry just appended.
+func (l *Log[V]) indexRev(e Entry[V]) {
 	switch {
 	case l.revIndex() != nil:
 		l.ext.revs = append(l.ext.revs, e.Rev)
@@ -217,17 +231,29 @@ func (l *Log[V]) Append(e Entry[V]) {
 	}
 }
 
-// AppendWithin is Append for a log that a history cap keeps to about most
-// entries: while the log is shorter than most, its array grows to at most
-// most, where append would double it past for good (a log capped at 3
-// would hold room for 4 with every key).
+// AppendWithin is Append for a log that a history cap keeps to at most
+// most entries (but for what an open reader pins): while the log is
+// shorter than most, its array grows to at most most, where append would
+// double it past for good (a log capped at 3 would hold room for 4 with
+// every key). An entry with a TTL gets room for its expiry as with Append,
+// within most too: the cap trims the log before it could need more.
 func (l *Log[V]) AppendWithin(e Entry[V], most int) {
-	if n := len(l.entries); n == cap(l.entries) && n < most {
-		grown := make([]Entry[V], n, min(max(2*n, 1), most))
+	n := len(l.entries)
+	if n >= most {
+		l.Append(e) // a reader pinned more than the cap keeps: append's growth
+		return
+	}
+	want := n + 1
+	if e.HasTTL {
+		want = min(n+2, most)
+	}
+	if cap(l.entries) < want {
+		grown := make([]Entry[V], n, min(max(2*n, want), most))
 		copy(grown, l.entries)
 		l.entries = grown
 	}
-	l.Append(e)
+	l.entries = append(l.entries, e)
+	l.indexRev(e)
 }
 
 // Grow makes room for n more entries, so that as many Appends do not

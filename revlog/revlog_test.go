@@ -2,6 +2,7 @@ package revlog
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 	"unsafe"
@@ -438,6 +439,28 @@ func TestAppendWithin(t *testing.T) {
 	}
 	require.Equal(t, int64(51), l.Entries()[l.Len()-10].Rev)
 	checkRevs(t, &l)
+
+	// With TTLs among the writes (each needs room for its expiry), under
+	// caps of 1 to 4, trimmed as the store trims (past 2n, back to n): the
+	// array never passes 2n+1, and every write is read back.
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := 1; n <= 4; n++ {
+		var l Log[string]
+		for i := range 2000 {
+			e := put(int64(i+1), i, "v")
+			if rng.IntN(3) == 0 {
+				e.HasTTL, e.Expires = true, at(i+100).UnixNano()
+			}
+			l.AppendWithin(e, 2*n+1)
+			require.LessOrEqual(t, cap(l.entries), 2*n+1, "cap %d, after %d writes", n, i+1)
+			got, st := l.At(int64(i + 1))
+			require.Equal(t, Found, st)
+			require.Equal(t, e, got)
+			if l.Len() > 2*n {
+				l.TrimTo(n, 1<<40)
+			}
+		}
+	}
 }
 
 // TestLogIsSmall: a store holds a Log per key, so a short log keeps its
@@ -459,4 +482,13 @@ func TestLogIsSmall(t *testing.T) {
 	require.Equal(t, int64(3), l.Lo(), "still trimmed")
 	l.SetDropped(5)
 	require.Equal(t, int64(1<<61), l.Dropped(), "never lowered")
+	l.SetDropped(math.MaxInt64) // read from a file: every revision is kept whole
+	require.Equal(t, int64(math.MaxInt64), l.Dropped())
+	require.Equal(t, int64(3), l.Lo(), "still trimmed")
+
+	var u Log[string] // not trimmed: a huge dropped does not make it so
+	u.Append(put(1, 1, "a"))
+	u.SetDropped(1 << 62)
+	require.Equal(t, int64(1<<62), u.Dropped())
+	require.Zero(t, u.Lo(), "not trimmed")
 }

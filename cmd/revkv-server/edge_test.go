@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -301,6 +305,38 @@ func TestInfoMemory(t *testing.T) {
 	require.Greater(t, ms.NumGC, gcs, "MEMORY PURGE ran a collection")
 	require.Contains(t, fmt.Sprint(do(c, "memory", "purge", "now")), "wrong number of arguments")
 	require.Contains(t, fmt.Sprint(do(c, "memory", "help")), "PURGE")
+}
+
+// MEMORY PURGE in a transaction collects after its EXEC's Update, not
+// under the store's write lock, where one client's queued purges would
+// stall every writer: the purge here writes to the store from another
+// goroutine, which cannot while the lock is held.
+func TestPurgeInExec(t *testing.T) {
+	srv, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	purged := make(chan error, 4)
+	purge = func() {
+		done := make(chan error, 1)
+		go func() { _, err := srv.store.Put("written-during-purge", []byte("x")); done <- err }()
+		select {
+		case err := <-done:
+			purged <- err
+		case <-time.After(5 * time.Second): // the Put goes through once the Update ends
+			purged <- errors.New("the purge ran under the store's write lock")
+		}
+	}
+	t.Cleanup(func() { purge = purgeMemory })
+	cmds, err := c.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+		p.Set(context.Background(), "k", "v", 0)
+		p.Do(context.Background(), "memory", "purge")
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, "OK", cmds[1].(*redis.Cmd).Val())
+	require.NoError(t, <-purged)
+	require.Equal(t, "OK", do(c, "memory", "purge"), "outside a transaction too")
+	require.NoError(t, <-purged)
+	require.Empty(t, purged, "one purge each")
 	require.Equal(t, "1.50M", humanBytes(3<<19))
 	require.Equal(t, "96B", humanBytes(96))
 }

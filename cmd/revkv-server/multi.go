@@ -92,6 +92,10 @@ func cmdExec(s *server, c *client, _ [][]byte) {
 	} else {
 		aborted, err = execUpdate(s, c, queued, watched, replies, mark)
 	}
+	if c.purgeAfter {
+		c.purgeAfter = false
+		purge()
+	}
 	if err != nil {
 		c.w.Truncate(mark)
 		c.w.Error(storeError(err))

@@ -161,7 +161,11 @@ func cmdMemory(c *client, r reader, a [][]byte) {
 		c.w.Simple("PURGE")
 		return
 	case strings.EqualFold(string(a[1]), "PURGE"):
-		purgeMemory()
+		if _, inUpdate := r.(txReader); inUpdate {
+			c.purgeAfter = true // not under the write lock: EXEC runs it after
+		} else {
+			purge()
+		}
 		c.w.Simple("OK")
 		return
 	}
@@ -199,6 +203,9 @@ func cmdMemory(c *client, r reader, a [][]byte) {
 // purging is held by the MEMORY PURGE running, so that clients sending it
 // at once share one collection instead of queueing one each.
 var purging sync.Mutex
+
+// purge is purgeMemory; tests replace it.
+var purge = purgeMemory
 
 // purgeMemory is MEMORY PURGE: where Redis asks its allocator to give
 // back the pages it holds free, revkv-server collects the heap and gives

@@ -133,6 +133,9 @@ type client struct {
 	// inExec while EXEC runs its commands.
 	retrying bool
 	inExec   bool
+	// purgeAfter is set by a MEMORY PURGE in an EXEC's Update, which runs
+	// it once the Update has let go of the store's write lock.
+	purgeAfter bool
 	// ztx is the running Update's versions of sorted sets' trees (nil
 	// outside one: updateZ).
 	ztx  *ztx
