@@ -509,3 +509,37 @@ func TestKeysOutOfOrderAreCorrupt(t *testing.T) {
 	}
 	t.Fatal("All read a block out of order")
 }
+
+// TestFenceAfter: the fence search (binary searches of the keys' heads,
+// then of the whole keys among the fences with key's head) finds the
+// first fence after (key, rev), as a walk of every fence does,
+// with runs of one head from one fence to hundreds (block size 1: a fence
+// per entry; keys sharing their first eight bytes).
+func TestFenceAfter(t *testing.T) {
+	for _, bs := range []int{1, 64, DefaultBlockSize} {
+		rng := rand.New(rand.NewPCG(uint64(bs), 11))
+		const n = 3000
+		es := randomEntries(rng, n)
+		file := build(t, es, n, bs)
+		r, err := Open(bytes.NewReader(file), int64(len(file)))
+		require.NoError(t, err)
+		require.NoError(t, r.Load())
+		for range 3000 {
+			key, rev := es[rng.IntN(n)].Key, rng.Int64N(n+2)
+			switch rng.IntN(8) {
+			case 0:
+				key += "\x00"
+			case 1:
+				key = key[:len(key)/2]
+			}
+			want := len(r.fences)
+			for i, f := range r.fences {
+				if less(key, rev, f.key, f.rev) {
+					want = i
+					break
+				}
+			}
+			require.Equal(t, want, r.fenceAfter(key, rev), "block size %d, key %q, rev %d", bs, key, rev)
+		}
+	}
+}
