@@ -183,14 +183,6 @@ func (l *Log[V]) setFront(dropped int64, trimmed bool) {
 
 func (l *Log[V]) setTrimmed(t bool) { l.setFront(l.dropped(), t) }
 
-// noteDropped records that entries up to rev were dropped; it never lowers
-// what the log knows.
-func (l *Log[V]) noteDropped(rev int64) {
-	if rev > l.dropped() {
-		l.setFront(rev, l.trimmed())
-	}
-}
-
 // revsFrom is the length at which a log starts keeping revs: below it a
 // search is a few probes anyway, and most keys never pay for the slice.
 const revsFrom = 16
@@ -281,9 +273,13 @@ func (l *Log[V]) Last() (*Entry[V], bool) {
 // log rebuilt from a snapshot.
 func (l *Log[V]) MarkTrimmed() { l.setTrimmed(len(l.entries) > 0) }
 
-// SetDropped records that entries up to rev were dropped, for a log
-// rebuilt from disk: it never lowers what the log knows.
-func (l *Log[V]) SetDropped(rev int64) { l.noteDropped(rev) }
+// SetDropped records that entries up to rev were dropped (by a trim, or
+// before a log was rebuilt from disk): it never lowers what the log knows.
+func (l *Log[V]) SetDropped(rev int64) {
+	if rev > l.dropped() {
+		l.setFront(rev, l.trimmed())
+	}
+}
 
 // Dropped returns the revision of the newest entry dropped from the front:
 // a walk forward from revision r has lost nothing of this key if
@@ -372,7 +368,7 @@ func (l *Log[V]) HideSealed(lo, dropped int64) {
 	}
 	l.setExt(l.revIndex(), sealed, max(min(lo, sealed), was))
 	l.setTrimmed(true)
-	l.noteDropped(dropped)
+	l.SetDropped(dropped)
 }
 
 // SealedBelow returns the revision below which the key's history is in
@@ -412,9 +408,10 @@ func (l *Log[V]) AsOf(t time.Time, maxRev int64) (Entry[V], Status) {
 // result is the answer of a read at rev whose newest entry at or below it
 // is entries[i] (i < 0: none).
 func (l *Log[V]) result(i int, rev int64) (Entry[V], Status) {
-	switch sealed, lo := l.sealedAt(); {
-	case i >= 0:
+	if i >= 0 {
 		return l.entries[i], Found
+	}
+	switch sealed, lo := l.sealedAt(); {
 	case sealed > 0 && rev >= lo:
 		return Entry[V]{}, Sealed
 	case l.trimmed():
@@ -458,7 +455,7 @@ func (l *Log[V]) CutBefore(rev int64) (dropped int, empty bool) {
 	}
 	if i == len(l.entries)-1 && l.entries[i].Op != Put && l.entries[i].Rev < rev {
 		n := len(l.entries)
-		l.noteDropped(l.entries[i].Rev) // a reader still holding the log sees the loss
+		l.SetDropped(l.entries[i].Rev) // a reader still holding the log sees the loss
 		l.entries, l.ext = nil, nil
 		l.setTrimmed(false)
 		return n, true
@@ -500,7 +497,7 @@ func (l *Log[V]) dropFront(k int) {
 	if k <= 0 {
 		return
 	}
-	l.noteDropped(l.entries[k-1].Rev)
+	l.SetDropped(l.entries[k-1].Rev)
 	l.cutFront(k)
 	l.setTrimmed(true)
 	l.setExt(l.revIndex(), 0, 0)

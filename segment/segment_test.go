@@ -96,6 +96,16 @@ func build(t testing.TB, es []Entry, last int64, blockSize int) []byte {
 	return buf.Bytes()
 }
 
+// randomSegment builds a segment of randomEntries(rng, n) with the given
+// block size and opens it.
+func randomSegment(t *testing.T, rng *rand.Rand, n int, blockSize int) (*Reader, []Entry) {
+	es := randomEntries(rng, n)
+	file := build(t, es, int64(n), blockSize)
+	r, err := Open(bytes.NewReader(file), int64(len(file)))
+	require.NoError(t, err)
+	return r, es
+}
+
 func same(t *testing.T, want, got Entry, what string) {
 	t.Helper()
 	if len(want.Value) == 0 && len(got.Value) == 0 {
@@ -112,10 +122,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Run(fmt.Sprint("block=", bs), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(bs), 7))
 			const n = 3000
-			es := randomEntries(rng, n)
-			file := build(t, es, n, bs)
-			r, err := Open(bytes.NewReader(file), int64(len(file)))
-			require.NoError(t, err)
+			r, es := randomSegment(t, rng, n, bs)
 			f := r.Footer()
 			keys := map[string]bool{}
 			for _, e := range es {
@@ -519,10 +526,7 @@ func TestFenceAfter(t *testing.T) {
 	for _, bs := range []int{1, 64, DefaultBlockSize} {
 		rng := rand.New(rand.NewPCG(uint64(bs), 11))
 		const n = 3000
-		es := randomEntries(rng, n)
-		file := build(t, es, n, bs)
-		r, err := Open(bytes.NewReader(file), int64(len(file)))
-		require.NoError(t, err)
+		r, es := randomSegment(t, rng, n, bs)
 		require.NoError(t, r.Load())
 		for range 3000 {
 			key, rev := es[rng.IntN(n)].Key, rng.Int64N(n+2)
