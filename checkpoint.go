@@ -86,7 +86,11 @@ func (s *state[V]) checkpointLocked(closing bool) error {
 			return err
 		}
 	}
-	return s.writeSnapshot(p)
+	if err := s.writeSnapshot(p); err != nil || !s.opts.seals() {
+		return err
+	}
+	// After the snapshot, which holds the compaction a merge may act on.
+	return s.mergeSome()
 }
 
 // pin takes, under the write lock, what a checkpoint writes. It returns

@@ -136,7 +136,11 @@
 // reads of older revisions read the block of the segment that holds the
 // answer. Every answer is the same whatever the bound. Open after Close
 // reads each key's newest entry and the segments' footers, and replays no
-// log. HistoryRange streams a key's history in a range in bounded memory;
+// log. Checkpoints also merge runs of small segments into one, so that
+// a store opened and closed often keeps few of them, and leave out of the
+// merged segment what a compaction hid: Compact gives back the disk space
+// of sealed history at the checkpoints after it. HistoryRange streams a
+// key's history in a range in bounded memory;
 // a View whose read met a damaged segment answers the key as missing and
 // says why in View.Err.
 //

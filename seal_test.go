@@ -414,7 +414,7 @@ func TestGetAtReadsTwoBlocks(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	tier := s.tierOrNil()
-	require.Greater(t, len(tier.segs), 5, "history in many segments")
+	require.Greater(t, len(tier.segs), 2, "history in several segments (merges keep them few)")
 	for i := range tier.segs {
 		_, err := tier.meta(i) // loads the index: the one read contract §12.4 leaves out
 		require.NoError(t, err)

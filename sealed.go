@@ -111,6 +111,27 @@ func (t *sealed[V]) with(fsys vfs.FS, dir string, ref segment.Ref) (*sealed[V], 
 	return n, nil
 }
 
+// replacing returns a tier holding t's segments but with [i, j] replaced
+// by the one ref names (their merge), opened from dir; the others' files
+// are shared, not reopened.
+func (t *sealed[V]) replacing(fsys vfs.FS, dir string, i, j int, ref segment.Ref) (*sealed[V], error) {
+	one, err := openSealed[V](fsys, dir, segment.Manifest{Segments: []segment.Ref{ref}})
+	if err != nil {
+		return nil, err
+	}
+	n := &sealed[V]{
+		refs:  slices.Concat(t.refs[:i], one.refs, t.refs[j+1:]),
+		segs:  slices.Concat(t.segs[:i], one.segs, t.segs[j+1:]),
+		files: slices.Concat(t.files[:i], one.files, t.files[j+1:]),
+		metas: slices.Concat(t.metas[:i], one.metas, t.metas[j+1:]),
+	}
+	if i > 0 && n.refs[i-1].Last == ref.First-1 && one.segs[0].Footer().Prev != n.refs[i-1].Digest {
+		one.close()
+		return nil, corruptSegment(ref.Name(), fmt.Errorf("%w: its chain does not follow the segment before it", segment.ErrCorrupt))
+	}
+	return n, nil
+}
+
 // agrees checks a segment's footer against its manifest entry.
 func agrees(r *segment.Reader, ref segment.Ref, size int64) error {
 	f := r.Footer()

@@ -382,6 +382,52 @@ func TestTimesFrom(t *testing.T) {
 // TestRevisions reads segments in revision order over random ranges, with
 // a tenth of the revisions' entries dropped (as trims leave them), at
 // several block sizes, and against brute force.
+// TestTimesFromFirst sets the time column's start before the first
+// entry, as a merge does below a compaction: entries below it have no
+// locator, the rest are found in revision order, and Times yields the
+// column from any revision.
+func TestTimesFromFirst(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, 1, 3000, 64)
+	require.NoError(t, w.TimesFrom(1500))
+	var want []int64
+	for i, rev := range []int64{10, 1499, 1500, 2999, 20, 3000, 1700} {
+		require.NoError(t, w.Add(&Entry{Key: fmt.Sprint("k", i), Rev: rev, Op: Put, Value: []byte("v")}))
+		if rev >= 1500 {
+			want = append(want, rev)
+		}
+	}
+	require.ErrorIs(t, w.TimesFrom(1400), ErrOrder, "below the locators' start")
+	for r := int64(1500); r <= 3000; r++ {
+		require.NoError(t, w.AddTime(r, int32(r)))
+	}
+	_, err := w.Finish([32]byte{}, [32]byte{}, nil)
+	require.NoError(t, err)
+	r, err := Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	var got []int64
+	for e, err := range r.Revisions(1, 3000) {
+		require.NoError(t, err)
+		got = append(got, e.Rev)
+	}
+	slices.Sort(want)
+	require.Equal(t, want, got)
+	n := 0
+	for range r.All() {
+		n++
+	}
+	require.Equal(t, 7, n)
+	for _, from := range []int64{0, 1500, 1501, 2523, 2524, 3000, 3001} {
+		next := max(from, 1500)
+		for tm, err := range r.Times(from) {
+			require.NoError(t, err)
+			require.Equal(t, [2]int64{next, next}, tm, "Times(%d)", from)
+			next++
+		}
+		require.Equal(t, max(from, 3001), next, "Times(%d) ends at Last", from)
+	}
+}
+
 func TestRevisions(t *testing.T) {
 	defer func(w int64) { orderWindow = w }(orderWindow)
 	for i, bs := range []int{1, 256, DefaultBlockSize} {

@@ -3,6 +3,7 @@ package segment
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"sort"
 )
 
@@ -27,9 +28,10 @@ type timeFence struct {
 // TimesFrom makes the time column start at revision rev, First <= rev <=
 // Last, rather than at First: the revisions below it are ones whose times
 // the store no longer knows (a compaction forgot them). Call it before
-// the first AddTime.
+// the first AddTime; called before the first Add, it also spares the
+// writer a slot per revision below rev.
 func (sw *Writer) TimesFrom(rev int64) error {
-	if rev < sw.first || rev > sw.last || sw.times > 0 {
+	if rev < sw.first || rev > sw.last || sw.times > 0 || sw.locs != nil && rev < sw.locBase {
 		return fmt.Errorf("%w: times from %d in [%d, %d], after %d times", ErrOrder, rev, sw.first, sw.last, sw.times)
 	}
 	sw.timesFrom = rev
@@ -83,7 +85,7 @@ func (sw *Writer) flushTimes() {
 	for r := sw.tStart; r < sw.timesFrom+sw.times; r++ {
 		var v int32
 		if sw.locs != nil {
-			v = sw.locs[r-sw.first]
+			v = sw.locs[r-sw.locBase]
 		}
 		if v == 0 {
 			sw.tBlock = append(sw.tBlock, 0)
@@ -226,6 +228,35 @@ func (sr *Reader) readTimes(i int) ([][2]int64, []int32, error) {
 		}
 	}
 	return out, locs, nil
+}
+
+// Times yields the time of each revision the segment holds one for, from
+// from (TimesFrom if below it) to Last, in order, as (sec, nsec): a time
+// block read once each.
+func (sr *Reader) Times(from int64) iter.Seq2[[2]int64, error] {
+	return func(yield func([2]int64, error) bool) {
+		if err := sr.Load(); err != nil {
+			yield([2]int64{}, err)
+			return
+		}
+		from = max(from, sr.footer.TimesFrom)
+		if from > sr.footer.Last {
+			return
+		}
+		for i := int((from - sr.footer.TimesFrom) / timesPerBlock); i < len(sr.tFences); i++ {
+			ts, _, err := sr.readTimes(i)
+			if err != nil {
+				yield([2]int64{}, err)
+				return
+			}
+			skip := max(0, from-sr.footer.TimesFrom-int64(i)*timesPerBlock)
+			for _, t := range ts[skip:] {
+				if !yield(t, nil) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // TimeOf returns the time of revision rev, TimesFrom <= rev <= Last,

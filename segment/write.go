@@ -36,9 +36,13 @@ type Writer struct {
 
 	// The time column (times.go): times counts the times added, from
 	// revision timesFrom on; tStart is the time block's first revision.
-	// locs holds, for each revision, 1 + the index of the block of its
-	// entry (0: none), for the locators the time blocks carry.
+	// locs holds, for each revision from locBase on, 1 + the index of
+	// the block of its entry (0: none), for the locators the time blocks
+	// carry. locBase is First, or TimesFrom if that came before the
+	// first entry: a segment whose times start late (a merge's below a
+	// compaction) then holds no slot per revision it has no time for.
 	timesFrom int64
+	locBase   int64
 	times     int64
 	tStart    int64
 	locs      []int32
@@ -121,12 +125,15 @@ func (sw *Writer) Add(e *Entry) error {
 	sameZone := !restart && e.Zone == sw.prevZone
 	sw.block = appendEntry(sw.block, e, newKey, sameZone, prevKey, sw.prevRev, sw.prevSec)
 	if sw.locs == nil {
-		sw.locs = make([]int32, sw.last-sw.first+1)
+		sw.locBase = sw.timesFrom
+		sw.locs = make([]int32, sw.last-sw.locBase+1)
 	}
-	if sw.locs[e.Rev-sw.first] != 0 {
-		return fmt.Errorf("%w: two entries at revision %d", ErrOrder, e.Rev)
+	if k := e.Rev - sw.locBase; k >= 0 {
+		if sw.locs[k] != 0 {
+			return fmt.Errorf("%w: two entries at revision %d", ErrOrder, e.Rev)
+		}
+		sw.locs[k] = int32(len(sw.fences)) + 1
 	}
-	sw.locs[e.Rev-sw.first] = int32(len(sw.fences)) + 1
 	sw.cur.entries++
 	sw.entries++
 	sw.prevKey, sw.prevRev, sw.prevSec, sw.prevZone, sw.started = e.Key, e.Rev, e.Sec, e.Zone, true
