@@ -210,8 +210,11 @@ func (s *state[V]) olderNeeded(keys *btree.BTreeG[*keyLog[V]], base int64) map[i
 	}
 	below := min(base, floor-1)
 	sealed := int64(0) // the entries up to it are in the segments too
-	if t := s.disk.tier.Load(); t != nil {
+	t := s.disk.tier.Load()
+	scan := false
+	if t != nil {
 		sealed = t.last()
+		scan = scanBelowFloor(t, keys.Len(), below)
 	}
 	keys.Ascend(func(kl *keyLog[V]) bool {
 		kl.mu.RLock()
@@ -226,7 +229,7 @@ func (s *state[V]) olderNeeded(keys *btree.BTreeG[*keyLog[V]], base int64) map[i
 			need[e.Rev], need[e.Rev-1] = true, true
 		}
 		kl.mu.RUnlock()
-		if sb > 0 && lo <= below { // sealed entries below the floor
+		if !scan && sb > 0 && lo <= below { // sealed entries below the floor
 			for e, err := range s.sealedRange(kl.key, lo, min(below, sb-1)) {
 				if err != nil {
 					break
@@ -236,5 +239,61 @@ func (s *state[V]) olderNeeded(keys *btree.BTreeG[*keyLog[V]], base int64) map[i
 		}
 		return true
 	})
+	if scan {
+		s.sealedNeededByScan(t, keys, below, need)
+	}
 	return need
+}
+
+// scanBelowFloorPerKey is how many entries, per key, in the segments
+// that hold revisions at or below the floor make olderNeeded read each
+// key's kept ones (a block read a key, which decodes the block up to the
+// key: about a hundred entries of 4 KiB) rather than scan those segments
+// end to end. Once merges have cut what lies below a compaction to each
+// key's newest entry there, the scan decodes the segment that straddles
+// the floor and a few hundred blocks below it, where the reads by key
+// read a block for each of 100,000 keys. A variable for the tests, which
+// compare the two.
+var scanBelowFloorPerKey int64 = 64
+
+// scanBelowFloor reports whether olderNeeded should scan t's segments
+// for the kept sealed entries at or below below, among keys keys.
+func scanBelowFloor[V any](t *sealed[V], keys int, below int64) bool {
+	n := int64(0)
+	for i := range t.refs {
+		if t.refs[i].First > below {
+			break
+		}
+		n += t.segs[i].Footer().Entries
+	}
+	return n <= scanBelowFloorPerKey*int64(keys)
+}
+
+// sealedNeededByScan adds to need, as olderNeeded's reads by key would,
+// the revisions of the sealed entries at or below below that the logs of
+// keys count on, and of the entry before each, reading the segments that
+// hold revisions at or below below from end to end.
+func (s *state[V]) sealedNeededByScan(t *sealed[V], keys *btree.BTreeG[*keyLog[V]], below int64, need map[int64]bool) {
+	byKey := make(map[string]*keyLog[V], keys.Len())
+	keys.Ascend(func(kl *keyLog[V]) bool {
+		byKey[kl.key] = kl
+		return true
+	})
+	for i := 0; i < len(t.refs) && t.refs[i].First <= below; i++ {
+		for e, err := range t.segs[i].All() {
+			if err != nil {
+				break // as a read by key stops at damage: verify names it
+			}
+			kl := byKey[e.Key]
+			if e.Rev > below || kl == nil {
+				continue
+			}
+			kl.mu.RLock()
+			lo, sb := kl.log.SealedFrom(), kl.log.SealedBelow()
+			kl.mu.RUnlock()
+			if sb > 0 && e.Rev >= lo && e.Rev < sb {
+				need[e.Rev], need[e.Rev-1] = true, true
+			}
+		}
+	}
 }

@@ -89,8 +89,9 @@ func (s *state[V]) checkpointLocked(closing bool) error {
 	if err := s.writeSnapshot(p); err != nil || !s.opts.seals() {
 		return err
 	}
-	// After the snapshot, which holds the compaction a merge may act on.
-	return s.mergeSome()
+	// After the snapshot, which holds the compaction a merge may act on
+	// and the digests its kept entries need.
+	return s.mergeSome(max(p.st.CompactRev, p.st.TrimFloor))
 }
 
 // pin takes, under the write lock, what a checkpoint writes. It returns

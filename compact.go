@@ -84,9 +84,13 @@ func (s *Store[V]) Trim() int {
 		return 0 // nothing can be over a cap
 	}
 	s.sweepsDue++
+	s.countingHidden++
 	keys := s.tree.Clone()
 	s.unlockQuiet()
 	n := s.walk(keys, s.upkeepKeyLocked)
+	s.lockQuiet()
+	s.countingHidden--
+	s.unlockQuiet()
 	s.sweepNotes()
 	s.dur.upkept() // a failure stops writes, and Close returns it
 	return n

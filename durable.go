@@ -111,6 +111,7 @@ type disk[V any] struct {
 	}
 	sweptFloor       int64          // guarded by chainMu: the floor floorMark was set at
 	sweepAfterReplay bool           // Open replayed a compaction: a sweep is due (recover.go)
+	replayedUpkeep   bool           // Open replayed a compaction or a trim (recover.go)
 	hasher           chain.Hasher   // guarded by state.mu
 	link             chain.Rev      // guarded by state.mu: the revision being hashed
 	chained          wal.Chained    // guarded by state.mu: the batch record being made

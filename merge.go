@@ -27,13 +27,13 @@ import (
 // read on from its files, which stay open until the last of them lets go
 // of it (the files' own finalizers close them).
 //
-// What a merge leaves out: an entry below below (the floor of the last
-// compaction whose sweep is done, and of the times the store keeps) that
-// its key's log no longer counts on (below SealedFrom, or the key has no
-// sealed log: it was removed, or came back as a new one). Those are the
-// entries a compaction hid: no read, View or digest reaches them again.
-// The log is synced before the manifest is replaced, so that the
-// compaction and the hides that let them go are durable before they are.
+// What a merge leaves out: an entry below below (mergeBelow: the floor
+// of the last compaction whose sweep is done and which a snapshot holds,
+// and of the times the store keeps) that its key's log no longer counts
+// on (countedFrom). Those are the entries a compaction hid: no read,
+// View or digest reaches them again. The log is synced before the
+// manifest is replaced, so that the hides that let them go are durable
+// before they are.
 
 const (
 	// mergeFanIn is how many segments of one size class make a merge.
@@ -61,11 +61,12 @@ func sizeClass(size int64) int {
 // refs are the manifest's segments and foot their footers; below is the
 // revision under which a merge may drop what compactions hid.
 //
-// First the segments wholly below below, from the oldest: two or more
+// First the segments wholly below below, from the oldest, with the one
+// below falls in if most of its revisions are below below: two or more
 // that follow one another, or one alone that holds more entries than
 // keys, with the segment after it (a merge needs two: the new segment
-// takes the name of its range). What such a merge keeps is at most a
-// key's newest entry, whatever the run's size. Otherwise the newest run
+// takes the name of its range). Below below such a merge keeps at most
+// a key's newest entry, whatever the run's size. Otherwise the newest run
 // of mergeFanIn segments of one size class that follow one another,
 // within mergeMaxBytes and mergeMaxRevs.
 func pickMerge(refs []segment.Ref, foot []segment.Footer, below int64) (i, j int, ok bool) {
@@ -77,7 +78,13 @@ func pickMerge(refs []segment.Ref, foot []segment.Footer, below int64) (i, j int
 		}
 		n++
 	}
+	// The segment the floor falls in, if mostly below it: a compaction
+	// hid most of what it holds below the floor.
+	straddles := n < len(refs) && n < mergeMaxRun && (n == 0 || touch(n)) && refs[n].First < below &&
+		below-refs[n].First >= (refs[n].Last-refs[n].First+1)/2 && refs[n].Size <= mergeMaxBytes
 	switch {
+	case n >= 1 && straddles:
+		return 0, n, true
 	case n >= 2:
 		return 0, n - 1, true
 	case n == 1 && foot[0].Entries > foot[0].Keys && len(refs) > 1 && touch(1) && refs[1].Size <= mergeMaxBytes:
@@ -114,8 +121,14 @@ func mergedTimesFrom(refs []segment.Ref, foot []segment.Footer, below int64) int
 // mergeBelow is the revision under which a merge may drop what a
 // compaction hid: the floor of the last compaction swept (whose hides
 // are all made, and whose sweep no longer rehashes across the entries
-// below it) and of the times the store keeps.
-func (s *state[V]) mergeBelow() int64 {
+// below it), of the times the store keeps, and snapFloor, the floor of
+// the last snapshot. The digests of the entries kept below a floor are
+// rehashed from the segments by its compaction's sweep, and held in
+// memory from then on; the snapshot written after that sweep makes them
+// durable. Were the merge to drop what lies under a floor no snapshot
+// holds yet, an Open after a crash would replay that compaction and find
+// nothing to rehash them from.
+func (s *state[V]) mergeBelow(snapFloor int64) int64 {
 	d := s.disk
 	d.chainMu.Lock()
 	swept := d.sweptFloor
@@ -125,17 +138,17 @@ func (s *state[V]) mergeBelow() int64 {
 	if s.sweepsDue > 0 {
 		return 0 // a compaction's walk is under way: its sweep may rehash below its floor
 	}
-	return min(swept, s.order.Base())
+	return min(swept, s.order.Base(), snapFloor)
 }
 
 // mergeSome merges one run of segments, if pickMerge finds one; the
-// caller holds ckptMu.
-func (s *state[V]) mergeSome() error {
+// caller holds ckptMu, and has written a snapshot at floor snapFloor.
+func (s *state[V]) mergeSome(snapFloor int64) error {
 	t := s.disk.tier.Load()
 	if t == nil || len(t.refs) < 2 {
 		return nil
 	}
-	below := s.mergeBelow()
+	below := s.mergeBelow(snapFloor)
 	foot := make([]segment.Footer, len(t.segs))
 	for k, sr := range t.segs {
 		foot[k] = sr.Footer()

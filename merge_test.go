@@ -3,6 +3,7 @@ package revkv
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -241,6 +242,9 @@ func TestPickMerge(t *testing.T) {
 		{"too many revisions", []segment.Ref{seg(1, 1<<21, small), seg(1<<21+1, 1<<22, small), seg(1<<22+1, 3<<21, small), seg(3<<21+1, 1<<23, small)}, 5, 0, 0, 0, false},
 		{"below a compaction", []segment.Ref{seg(1, 10, big), seg(11, 20, big), seg(21, 30, big)}, 5, 21, 0, 1, true},
 		{"one below, with more entries than keys", []segment.Ref{seg(1, 10, big), seg(11, 20, big)}, 6, 15, 0, 1, true},
+		{"below, with the segment the floor falls in", []segment.Ref{seg(1, 10, big), seg(11, 20, big), seg(21, 30, big)}, 5, 18, 0, 1, true},
+		{"below, and a floor early in the next", []segment.Ref{seg(1, 10, big), seg(11, 20, big), seg(21, 30, big)}, 5, 13, 0, 0, false},
+		{"the floor in the first", []segment.Ref{seg(1, 10, big), seg(11, 20, big)}, 6, 9, 0, 0, false},
 		{"one below, an entry a key", []segment.Ref{seg(1, 10, big), seg(11, 20, big)}, 5, 15, 0, 0, false},
 	} {
 		f := foot(c.refs, c.entries, 5)
@@ -269,7 +273,7 @@ func TestMergeSyncsTheLog(t *testing.T) {
 	d := tw.s.disk
 	before := len(d.manifest.Segments)
 	d.ckptMu.Lock()
-	err := tw.s.mergeSome()
+	err := tw.s.mergeSome(int64(tw.s.Floor())) // as if a snapshot held the compaction
 	d.ckptMu.Unlock()
 	require.NoError(t, err)
 	require.Less(t, len(d.manifest.Segments), before, "a merge ran")
@@ -287,4 +291,40 @@ func TestMergeSyncsTheLog(t *testing.T) {
 		}
 	}
 	tw.s.Close()
+}
+
+// TestOlderNeededScan: the digests olderNeeded keeps for sealed entries
+// below a compaction are the same whether it reads them key by key or
+// scans the segments, before the merges that follow the compaction and
+// after them.
+func TestOlderNeededScan(t *testing.T) {
+	defer func(k int64) { scanBelowFloorPerKey = k }(scanBelowFloorPerKey)
+	tw := newTwins(t, 5)
+	defer func() { tw.s.Close() }()
+	for range 6 {
+		tw.write(80)
+		require.NoError(t, tw.s.Checkpoint())
+	}
+	both := func(what string) {
+		s := tw.s
+		s.mu.Lock()
+		keys := s.tree.Clone()
+		s.mu.Unlock()
+		base := int64(s.Rev())
+		scanBelowFloorPerKey = -1 // by key
+		byKey := s.olderNeeded(keys, base)
+		scanBelowFloorPerKey = math.MaxInt32 // a scan
+		byScan := s.olderNeeded(keys, base)
+		require.Equal(t, byKey, byScan, what)
+		require.Greater(t, len(byKey), 2, "%s: sealed entries below the floor need digests", what)
+	}
+	require.NoError(t, tw.s.Compact(tw.s.Rev()*3/4))
+	both("before the merges")
+	for range 4 {
+		tw.write(10)
+		require.NoError(t, tw.s.Checkpoint())
+	}
+	both("after the merges")
+	tw.reopen()
+	both("reopened")
 }

@@ -50,7 +50,13 @@ func (s *state[V]) recover() (wal.Tail, error) {
 		// A compaction replays as its mark, then the trims logged after
 		// it: what the mark's forget kept for the entries those trims
 		// dropped goes now, as the live compaction's sweep let it go.
-		d.swept(s)
+		// Without either in the log, the snapshot's chain is the one its
+		// checkpoint kept after the last sweep: a sweep now would keep
+		// the same digests, and would read each key's kept sealed entries
+		// to find them out.
+		if d.replayedUpkeep {
+			d.swept(s)
+		}
 		s.sweepNotesLocked()
 	}
 	var c *wal.Corruption
@@ -364,7 +370,7 @@ func (s *state[V]) applyCompact(c wal.Compact) {
 			d.swept(s)
 			s.sweepNotesLocked()
 		}
-		s.disk.sweepAfterReplay = true
+		s.disk.sweepAfterReplay, s.disk.replayedUpkeep = true, true
 		s.compactRev = c.Rev
 		s.compaction.Store(&mark{rev: c.Rev, time: time.Unix(c.Sec, c.Nsec).UTC()})
 		s.publishFloorLocked()
@@ -477,6 +483,7 @@ func (s *state[V]) timeOf(x *wal.Entry) (time.Time, error) {
 // applyTrim drops what a logged trim or compaction dropped. A key that is
 // gone already (a snapshot taken after the trim) is skipped.
 func (s *state[V]) applyTrim(t wal.Trim) error {
+	s.disk.replayedUpkeep = true
 	kl := s.lookupLocked(t.Key)
 	if kl == nil {
 		return nil

@@ -338,11 +338,13 @@ func (d *disk[V]) hide(s *state[V], kl *keyLog[V], cut int64, log bool) int {
 		return 0 // hidden already
 	}
 	n := 0
-	for _, err := range s.sealedRange(kl.key, was, lo-1) {
-		if err != nil {
-			break
+	if s.countingHidden > 0 { // Compact returns no count: it reads none of them
+		for _, err := range s.sealedRange(kl.key, was, lo-1) {
+			if err != nil {
+				break
+			}
+			n++
 		}
-		n++
 	}
 	kl.mu.Lock()
 	kl.log.HideSealed(lo, dropped)

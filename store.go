@@ -95,6 +95,10 @@ type state[V any] struct {
 	revs       *revKeys[V]               // each revision above the floor's key, for Diff; nil until the first Diff
 	notes      noteLog[V]                // the annotated commits (notes.go)
 	sweepsDue  int                       // compactions and trims whose walk's sweep (sweepNotes) is yet to come
+	// countingHidden is how many Trims are walking the keys: they return
+	// how many entries they dropped, so the sealed entries a cut hides are
+	// read to be counted; a Compact's walk reads none of them.
+	countingHidden int
 	// commitNotes are the annotations of the commit being made, sorted
 	// by key; nil for nearly every commit.
 	commitNotes []string
