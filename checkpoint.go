@@ -90,8 +90,14 @@ func (s *state[V]) checkpointLocked(closing bool) error {
 		return err
 	}
 	// After the snapshot, which holds the compaction a merge may act on
-	// and the digests its kept entries need.
-	return s.mergeSome(max(p.st.CompactRev, p.st.TrimFloor))
+	// and the digests its kept entries need. A merge is an optimization:
+	// one that fails before its manifest (a damaged segment it reads, a
+	// full disk) leaves the store as it was, and the checkpoint is done.
+	// Only a failed log sync, which stops the store, is the checkpoint's.
+	if err := s.mergeSome(max(p.st.CompactRev, p.st.TrimFloor)); err != nil && d.err() != nil {
+		return err
+	}
+	return nil
 }
 
 // pin takes, under the write lock, what a checkpoint writes. It returns

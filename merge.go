@@ -38,8 +38,8 @@ import (
 const (
 	// mergeFanIn is how many segments of one size class make a merge.
 	mergeFanIn = 4
-	// mergeUnit is the top of size class 0; class c holds sizes below
-	// mergeUnit * 4^c.
+	// mergeUnit sets the size classes: class 0 holds sizes up to
+	// 2*mergeUnit, class c those up to 2*mergeUnit*4^c.
 	mergeUnit = 64 << 10
 	// mergeMaxBytes and mergeMaxRevs bound a size-class merge: the
 	// segment it writes (the sum of the run's sizes), and the revisions
@@ -62,7 +62,7 @@ func sizeClass(size int64) int {
 // revision under which a merge may drop what compactions hid.
 //
 // First the segments wholly below below, from the oldest, with the one
-// below falls in if most of its revisions are below below: two or more
+// below falls in if at least half of its revisions are below below: two or more
 // that follow one another, or one alone that holds more entries than
 // keys, with the segment after it (a merge needs two: the new segment
 // takes the name of its range). Below below such a merge keeps at most

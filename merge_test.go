@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -327,4 +328,36 @@ func TestOlderNeededScan(t *testing.T) {
 	both("after the merges")
 	tw.reopen()
 	both("reopened")
+}
+
+// TestMergeOfDamagedSegment: a merge that meets a damaged segment leaves
+// the store as it was, and the checkpoint that ran it succeeds; the
+// damage is VerifySealed's to report.
+func TestMergeOfDamagedSegment(t *testing.T) {
+	tw := newTwins(t, 6)
+	for range 3 {
+		tw.write(60)
+		require.NoError(t, tw.s.Checkpoint())
+	}
+	require.NoError(t, tw.s.Close())
+	tw.s = nil
+	var name string
+	names, err := tw.m.List("/db")
+	require.NoError(t, err)
+	for _, n := range names {
+		if strings.HasSuffix(n, ".seg") && (name == "" || n < name) {
+			name = n
+		}
+	}
+	b := tw.m.Bytes("/db/" + name)
+	b[20] ^= 0xff // in the first block
+	tw.m.WriteFile("/db/"+name, b)
+	tw.reopen()
+	defer func() { tw.s.Close() }()
+	for range 3 {
+		tw.write(20)
+		require.NoError(t, tw.s.Checkpoint(), "a checkpoint whose merge meets the damage")
+	}
+	_, err = tw.s.VerifySealed(nil)
+	require.ErrorIs(t, err, ErrCorrupt)
 }
