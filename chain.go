@@ -123,13 +123,15 @@ func (d *disk[V]) forget(s *state[V], floor int64) {
 	d.chainMu.Unlock()
 }
 
+func (d *disk[V]) forgetNotes(s *state[V], floor int64) { s.forgetNotesLocked(floor) }
+
 // swept lets go of the older digests no kept entry needs any more, after
 // a compaction's or a trim's walk over every key. O(keys).
 func (d *disk[V]) swept(s *state[V]) {
 	d.chainMu.Lock()
 	base := d.chain.Base()
 	d.chainMu.Unlock()
-	need := s.olderNeeded(s.tree, base)
+	need := s.olderNeeded(s.tree, base, s.floor.Load())
 	if d.tier.Load() != nil {
 		if err := s.sweptSealed(need); err != nil {
 			d.fail(err)
@@ -148,8 +150,11 @@ const digestsPerRecord = 1 << 16
 // (Open checks each key's entries against them as it reads it): the
 // digests from the chain's base to the head h, then the older ones, then
 // each annotated commit with a revision still kept, with the keys it
-// wrote.
-func writeChain[V any](w *wal.SnapshotWriter, digests *chain.Seq, notes []noteSpan[V], h int64) error {
+// wrote. Every commit at or above the snapshot's floor counts as kept,
+// though a compaction since the checkpoint's pin may have dropped its
+// entries: the Open that replays that compaction rehashes sealed digests
+// across it, from the floor the snapshot holds.
+func writeChain[V any](w *wal.SnapshotWriter, digests *chain.Seq, notes []noteSpan[V], h, floor int64) error {
 	var p []byte
 	err := digests.Spans(digestsPerRecord, func(first int64, ds [][32]byte) error {
 		p = wal.AppendDigests(p[:0], &wal.Digests{First: first, Digests: ds})
@@ -161,7 +166,7 @@ func writeChain[V any](w *wal.SnapshotWriter, digests *chain.Seq, notes []noteSp
 	var n wal.Notes
 	for i := range notes {
 		sp := &notes[i]
-		if sp.last() > h || !sp.anyKept() {
+		if sp.last() > h || sp.last() < floor && !sp.anyKept() {
 			continue
 		}
 		for first, last := sp.first, sp.last(); first <= last; first += wal.MaxNoteSpan {
@@ -185,7 +190,7 @@ func (s *state[V]) dropUnneeded(base int64, apply func(c *chain.Seq, need map[in
 	for {
 		keys, floor := s.tree.Clone(), s.floor.Load()
 		s.unlockQuiet()
-		need := s.olderNeeded(keys, base)
+		need := s.olderNeeded(keys, base, floor)
 		s.lockQuiet()
 		if s.floor.Load() == floor {
 			s.disk.chainMu.Lock()
@@ -198,12 +203,11 @@ func (s *state[V]) dropUnneeded(base int64, apply func(c *chain.Seq, need map[in
 }
 
 // olderNeeded returns the revisions whose digests the entries of keys at
-// or below base need: each one's own and the one before it. Of sealed
-// entries, only those below the floor need theirs: the segments' marks
-// give the rest (seal_chain.go), and so for the entries memory keeps that
-// a segment holds too (each key's newest).
-func (s *state[V]) olderNeeded(keys *btree.BTreeG[*keyLog[V]], base int64) map[int64]bool {
-	floor := s.floor.Load()
+// or below base need, given the floor: each one's own and the one before
+// it. Of sealed entries, only those below the floor need theirs: the
+// segments' marks give the rest (seal_chain.go), and so for the entries
+// memory keeps that a segment holds too (each key's newest).
+func (s *state[V]) olderNeeded(keys *btree.BTreeG[*keyLog[V]], base, floor int64) map[int64]bool {
 	need := map[int64]bool{}
 	if floor > 1 && floor-1 < base {
 		need[floor-1] = true // the anchor of sealed digests above the floor

@@ -108,15 +108,7 @@ func (s *state[V]) pin(closing bool) (*pinned[V], error) {
 	d := s.disk
 	s.lockQuiet()
 	defer s.unlockQuiet()
-	for s.sweepsDue > 0 && s.opts.seals() && !s.closed {
-		// A compaction's walk is under way: its sweep rehashes the
-		// sealed digests its kept entries need before the annotations
-		// go. The snapshot takes the chain after it, or it would hold
-		// the new floor without them.
-		s.unlockQuiet()
-		time.Sleep(time.Millisecond)
-		s.lockQuiet()
-	}
+	s.awaitSweepsLocked()
 	switch {
 	case closing && (s.sweepsDue > 0 || d.logged.Load() == 0):
 		return nil, nil
@@ -151,6 +143,51 @@ func (s *state[V]) pin(closing bool) (*pinned[V], error) {
 	return p, nil
 }
 
+// sinceThePin adds to need, and to p's digests, what a compaction or trim
+// since p's pin makes the snapshot need. Its floor is the one pinned (its
+// keys' logs are the store's now, less what that compaction dropped), and
+// the compaction is in the log after h: the Open that replays it rehashes
+// the sealed digests the new floor needs that the snapshot lacks, from
+// the digest before the pinned floor. It cannot across the revisions
+// that compaction dropped before a seal wrote them (a segment lacks
+// them), so the snapshot holds what both floors need, taken from the
+// live chain, whose sweep rehashed them, where the chain the pin froze
+// lacks them. The annotations of the revisions at and above the pinned
+// floor stay in it too (writeChain).
+func (s *state[V]) sinceThePin(p *pinned[V], base, floor int64, need map[int64]bool) {
+	s.lockQuiet()
+	s.awaitSweepsLocked()
+	now := s.floor.Load()
+	s.unlockQuiet()
+	if now == floor {
+		return
+	}
+	maps.Copy(need, s.olderNeeded(p.keys, base, now))
+	d := s.disk
+	d.chainMu.Lock()
+	defer d.chainMu.Unlock()
+	for r := range need {
+		if _, ok := p.digests.At(r); !ok {
+			if dg, ok := d.chain.At(r); ok {
+				p.digests.AddOld(r, dg)
+			}
+		}
+	}
+}
+
+// awaitSweepsLocked waits, for a store that seals, until no compaction's
+// or trim's walk is under way: its sweep rehashes the sealed digests its
+// kept entries need before the annotations go, and a checkpoint takes the
+// chain after it, or it would hold the new floor without them. The caller
+// holds state.mu, which it lets go of while it waits.
+func (s *state[V]) awaitSweepsLocked() {
+	for s.sweepsDue > 0 && s.opts.seals() && !s.closed {
+		s.unlockQuiet()
+		time.Sleep(time.Millisecond)
+		s.lockQuiet()
+	}
+}
+
 // writeSnapshot writes p's snapshot, then deletes the log segments and
 // older snapshots it covers.
 func (s *state[V]) writeSnapshot(p *pinned[V]) error {
@@ -179,12 +216,14 @@ func (s *state[V]) writeSnapshot(p *pinned[V]) error {
 	if s.opts.seals() {
 		base = max(base, h)
 	}
-	need := s.olderNeeded(p.keys, base)
+	floor := max(st.CompactRev, st.TrimFloor)
+	need := s.olderNeeded(p.keys, base, floor)
 	if s.opts.seals() {
+		s.sinceThePin(p, base, floor, need)
 		p.digests.ForgetAllBut(h+1, slices.Collect(maps.Keys(need)))
 	}
 	p.digests.KeepOld(func(r int64) bool { return need[r] || r >= base })
-	if err = writeChain(w, p.digests, p.notes, h); err != nil {
+	if err = writeChain(w, p.digests, p.notes, h, floor); err != nil {
 		w.Abort()
 		return err
 	}
@@ -197,6 +236,17 @@ func (s *state[V]) writeSnapshot(p *pinned[V]) error {
 		return err == nil
 	})
 	if err != nil {
+		w.Abort()
+		return err
+	}
+	// What a trim or compaction since the pin dropped from the keys just
+	// written is logged after h: synced before the snapshot commits, or a
+	// power cut could keep the drops and lose the records (and the floor)
+	// that account for them. A key's cut is logged before the write lock
+	// is let go, so taking it once waits for the last one.
+	s.lockQuiet()
+	s.unlockQuiet()
+	if err := d.sync(); err != nil {
 		w.Abort()
 		return err
 	}

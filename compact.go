@@ -293,9 +293,7 @@ func (s *state[V]) newestVisibleLocked(rev int64) time.Time {
 func (s *state[V]) publishFloorLocked() {
 	floor := max(s.compactRev, s.trimFloor)
 	s.floor.Store(floor)
-	if len(s.notes.spans) > 0 {
-		s.forgetNotesLocked(floor)
-	}
+	s.dur.forgetNotes(s, floor)
 	keep := s.keepLocked()
 	s.dur.forget(s, keep)
 	if s.revs != nil {

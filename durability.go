@@ -53,6 +53,10 @@ type durability[V any] interface {
 	// forget lets the hash chain go of the digests below the new floor
 	// that no kept entry needs (publishFloorLocked).
 	forget(s *state[V], floor int64)
+	// forgetNotes lets go of the annotations at the front that the new
+	// floor leaves no kept entry of (forgetNotesLocked); replay keeps
+	// them until the sweep after it.
+	forgetNotes(s *state[V], floor int64)
 	// swept follows a walk of Compact or Trim over every key, under the
 	// write lock: what forget kept for the entries it dropped can go.
 	swept(s *state[V])
@@ -112,6 +116,7 @@ func (memory[V]) trimmed(*state[V], *keyLog[V], bool, bool)             {}
 func (memory[V]) hideSealed(*state[V], *keyLog[V], int64) int           { return 0 }
 func (memory[V]) compacted(*state[V], int64, time.Time)                 {}
 func (memory[V]) forget(*state[V], int64)                               {}
+func (memory[V]) forgetNotes(s *state[V], floor int64)                  { s.forgetNotesLocked(floor) }
 func (memory[V]) swept(*state[V])                                       {}
 func (memory[V]) quiesce()                                              {}
 func (memory[V]) resume()                                               {}

@@ -109,14 +109,13 @@ type disk[V any] struct {
 		digestMark
 		ok bool
 	}
-	sweptFloor       int64          // guarded by chainMu: the floor floorMark was set at
-	sweepAfterReplay bool           // Open replayed a compaction: a sweep is due (recover.go)
-	replayedUpkeep   bool           // Open replayed a compaction or a trim (recover.go)
-	hasher           chain.Hasher   // guarded by state.mu
-	link             chain.Rev      // guarded by state.mu: the revision being hashed
-	chained          wal.Chained    // guarded by state.mu: the batch record being made
-	settled          []byte         // guarded by state.mu: settle's buffer
-	digests          []chain.Digest // guarded by state.mu: the digests of the batch being recorded
+	sweptFloor     int64          // guarded by chainMu: the floor floorMark was set at
+	replayedUpkeep bool           // Open replayed a compaction or a trim (recover.go)
+	hasher         chain.Hasher   // guarded by state.mu
+	link           chain.Rev      // guarded by state.mu: the revision being hashed
+	chained        wal.Chained    // guarded by state.mu: the batch record being made
+	settled        []byte         // guarded by state.mu: settle's buffer
+	digests        []chain.Digest // guarded by state.mu: the digests of the batch being recorded
 
 	// The sealed tier (seal.go, sealed.go). tier is nil until the
 	// directory has a manifest, and replaced whole by each seal; a reader

@@ -294,6 +294,27 @@ func (im *importer) prevOf(l *exportLine, isEntry bool) (*chain.Digest, error) {
 	return nil, fmt.Errorf(`no digest of revision %d: "prev" is missing`, l.Rev-1)
 }
 
+// notes returns l's annotations, as the chain covers them: key, value,
+// and so on, sorted.
+func (l *exportLine) notes() ([]string, error) {
+	var notes []string
+	for k, v := range l.Annotations {
+		notes = append(notes, k, v)
+	}
+	for k, v := range l.AnnotationsB64 {
+		bk, err1 := base64.StdEncoding.DecodeString(k)
+		bv, err2 := base64.StdEncoding.DecodeString(v)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("annotations_base64: %w", err)
+		}
+		if l.Annotations != nil {
+			return nil, errors.New("both annotations and annotations_base64")
+		}
+		notes = append(notes, string(bk), string(bv))
+	}
+	return sortedNotes(notes), nil
+}
+
 // entry checks and adds the entry of l, whose digest is d and whose
 // predecessor's is prev.
 func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) error {
@@ -341,22 +362,10 @@ func (im *importer) entry(l *exportLine, t time.Time, prev, d chain.Digest) erro
 		}
 		x.HasTTL, x.Expires = true, e.UnixNano()
 	}
-	var notes []string
-	for k, v := range l.Annotations {
-		notes = append(notes, k, v)
+	notes, err := l.notes()
+	if err != nil {
+		return err
 	}
-	for k, v := range l.AnnotationsB64 {
-		bk, err1 := base64.StdEncoding.DecodeString(k)
-		bv, err2 := base64.StdEncoding.DecodeString(v)
-		if err := errors.Join(err1, err2); err != nil {
-			return fmt.Errorf("annotations_base64: %w", err)
-		}
-		if l.Annotations != nil {
-			return errors.New("both annotations and annotations_base64")
-		}
-		notes = append(notes, string(bk), string(bv))
-	}
-	notes = sortedNotes(notes)
 	link := chain.Rev{}
 	x.Key = key
 	linkOf(&link, &x, notes)

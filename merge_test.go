@@ -313,9 +313,9 @@ func TestOlderNeededScan(t *testing.T) {
 		s.mu.Unlock()
 		base := int64(s.Rev())
 		scanBelowFloorPerKey = -1 // by key
-		byKey := s.olderNeeded(keys, base)
+		byKey := s.olderNeeded(keys, base, s.floor.Load())
 		scanBelowFloorPerKey = math.MaxInt32 // a scan
-		byScan := s.olderNeeded(keys, base)
+		byScan := s.olderNeeded(keys, base, s.floor.Load())
 		require.Equal(t, byKey, byScan, what)
 		require.Greater(t, len(byKey), 2, "%s: sealed entries below the floor need digests", what)
 	}

@@ -242,6 +242,9 @@ func (s *state[V]) addNotesLocked(cs []change[V]) {
 // all at or below floor and none kept (compaction sweeps them all:
 // sweepNotesLocked). The caller holds state.mu.
 func (s *state[V]) forgetNotesLocked(floor int64) {
+	if len(s.notes.spans) == 0 {
+		return
+	}
 	n := &s.notes
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -134,50 +134,76 @@ func (s *state[V]) replayLog(from int64) (wal.Tail, error) {
 				panicked = p
 			}
 		}()
-		var l *logLoad[V]
-		send := func() {
-			if l != nil {
-				loads <- l
-				l = nil
+		tail, err = ld.read(from, loads, free, answers)
+	}()
+	s.applyLoads(loads, free, answers)
+	if panicked != nil {
+		panic(panicked)
+	}
+	for _, kl := range d.stale { // the slots commitLocked left behind
+		kl.stale = false
+		if kl.slot < len(s.slots) && s.slots[kl.slot] == kl { // not removed by a trim
+			last, _ := kl.log.Last()
+			s.index[kl.key] = indexedOf(kl, last)
+		}
+	}
+	d.stale = nil
+	return tail, err
+}
+
+// read is the loader: it reads the log from revision from on and hands
+// the decoded records to loads, a trim alone, waiting for its answer.
+func (ld *logLoader[V]) read(from int64, loads chan<- *logLoad[V], free <-chan *logLoad[V], answers <-chan error) (wal.Tail, error) {
+	d := ld.s.disk
+	var l *logLoad[V]
+	send := func() {
+		if l != nil {
+			loads <- l
+			l = nil
+		}
+	}
+	tail, err := wal.Replay(d.fs, d.dir, from, func(kind wal.Kind, p []byte) error {
+		d.logged.Add(int64(wal.FrameSize(len(p)))) // the next checkpoint counts it
+		if l == nil {
+			select {
+			case l = <-free:
+			default:
+				l = new(logLoad[V])
 			}
 		}
-		tail, err = wal.Replay(d.fs, d.dir, from, func(kind wal.Kind, p []byte) error {
-			d.logged.Add(int64(wal.FrameSize(len(p)))) // the next checkpoint counts it
-			if l == nil {
-				select {
-				case l = <-free:
-				default:
-					l = new(logLoad[V])
-				}
-			}
-			switch kind {
-			case wal.KindBatch, wal.KindChained:
-				if err := ld.batch(l, kind, p); err != nil {
-					return err
-				}
-				if len(l.changes) >= replayLoad {
-					send()
-				}
-				return nil
-			case wal.KindCompact:
-				c, err := ld.compact(p)
-				if err == nil {
-					l.compacts = append(l.compacts, compactAt{c, len(l.batches)})
-				}
+		switch kind {
+		case wal.KindBatch, wal.KindChained:
+			if err := ld.batch(l, kind, p); err != nil {
 				return err
-			case wal.KindTrim:
-				t, err := wal.DecodeTrim(p)
-				if err != nil {
-					return err
-				}
-				l.trim = &t
-				send()
-				return <-answers
 			}
-			return fmt.Errorf("a log record of unknown kind %d", kind)
-		})
-		send()
-	}()
+			if len(l.changes) >= replayLoad {
+				send()
+			}
+			return nil
+		case wal.KindCompact:
+			c, err := ld.compact(p)
+			if err == nil {
+				l.compacts = append(l.compacts, compactAt{c, len(l.batches)})
+			}
+			return err
+		case wal.KindTrim:
+			t, err := wal.DecodeTrim(p)
+			if err != nil {
+				return err
+			}
+			l.trim = &t
+			send()
+			return <-answers
+		}
+		return fmt.Errorf("a log record of unknown kind %d", kind)
+	})
+	send()
+	return tail, err
+}
+
+// applyLoads commits what the loader hands over, in order, and answers
+// its trims.
+func (s *state[V]) applyLoads(loads <-chan *logLoad[V], free chan<- *logLoad[V], answers chan<- error) {
 	reported := s.order.Last().Rev / progressEvery
 	for l := range loads {
 		s.applyLoad(l)
@@ -194,18 +220,6 @@ func (s *state[V]) replayLog(from int64) (wal.Tail, error) {
 		default:
 		}
 	}
-	if panicked != nil {
-		panic(panicked)
-	}
-	for _, kl := range d.stale { // the slots commitLocked left behind
-		kl.stale = false
-		if kl.slot < len(s.slots) && s.slots[kl.slot] == kl { // not removed by a trim
-			last, _ := kl.log.Last()
-			s.index[kl.key] = indexedOf(kl, last)
-		}
-	}
-	d.stale = nil
-	return tail, err
 }
 
 // replayLoad is about how many writes the log loader hands over at a time.
@@ -361,16 +375,15 @@ func (s *state[V]) applyLoad(l *logLoad[V]) {
 	}
 }
 
+// applyCompact applies a logged compaction. There is one sweep, after the
+// replay (recover), not one a compaction as the live store made them: the
+// annotations stay until then (publishFloorLocked), so that sweep can
+// rehash every sealed digest the last floor needs, and a sweep at an
+// earlier floor would let go of digests a later one needs that a snapshot
+// written after that later compaction holds (sinceThePin).
 func (s *state[V]) applyCompact(c wal.Compact) {
 	if c.Rev > s.compactRev {
-		if d := s.disk; d.sweepAfterReplay && d.tier.Load() != nil {
-			// The last compaction's sweep, as the live store made it
-			// before this one: the digests of sealed history it holds
-			// are rehashed before a new floor lets annotations go.
-			d.swept(s)
-			s.sweepNotesLocked()
-		}
-		s.disk.sweepAfterReplay, s.disk.replayedUpkeep = true, true
+		s.disk.replayedUpkeep = true
 		s.compactRev = c.Rev
 		s.compaction.Store(&mark{rev: c.Rev, time: time.Unix(c.Sec, c.Nsec).UTC()})
 		s.publishFloorLocked()
@@ -424,6 +437,12 @@ func (r replay[V]) hideSealed(s *state[V], kl *keyLog[V], cut int64) int {
 	return r.disk.hide(s, kl, cut, false)
 }
 func (replay[V]) compacted(*state[V], int64, time.Time) {}
+
+// forgetNotes keeps the annotations until the sweep after the replay: the
+// snapshot's keys may already lack the entries a replayed compaction
+// drops (one made while the checkpoint wrote it), and that sweep
+// rehashes sealed digests across their revisions.
+func (replay[V]) forgetNotes(*state[V], int64) {}
 
 func (r replay[V]) committed(s *state[V], cs []change[V]) {
 	s.indexMu.Lock()

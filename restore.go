@@ -34,167 +34,193 @@ import (
 // of its entries (logShare).
 func (s *state[V]) loadSnapshot(at int64, share float64) error {
 	d := s.disk
-	name := filepath.Join(d.dir, wal.SnapshotName(at))
 	builders := max(1, min(runtime.GOMAXPROCS(0), 4))
-	snapSize, _ := d.fs.Size(name) // bounds the state record's key count
-	// The reader's: the builders read its chain and spans, which it
-	// completes before it hands over the first key.
-	var ld snapshotReader
+	l := &snapshotLoader[V]{
+		s: s, at: at, name: filepath.Join(d.dir, wal.SnapshotName(at)),
+		jobs:  make(chan *snapshotJob, 2*builders),
+		spare: make(chan *snapshotJob, 2*builders+1),
+		loads: make(chan snapshotLoad[V], 2*builders),
+		free:  make(chan []restoredKey[V], 2*builders+1),
+	}
 	if t := d.tier.Load(); t != nil {
-		ld.sealed = t.last()
+		l.ld.sealed = t.last()
 	}
-	jobs := make(chan *snapshotJob, 2*builders)
-	spare := make(chan *snapshotJob, 2*builders+1)
-	loads := make(chan snapshotLoad[V], 2*builders)
-	free := make(chan []restoredKey[V], 2*builders+1)
-	var (
-		chainOf *chain.Seq // the snapshot's digests; nil if it has none
-		noted   []notedRev[V]
-		notesOf []wal.Notes // its annotated commits
-		stop    atomic.Bool // a builder failed or panicked: the reader stops
-		// mu guards failure and panicked, and is zmu for the builders.
-		mu       sync.Mutex
-		failure  *wal.Corruption
-		panicked any
-		size     int64 // of the file's records, for the checkpoint rule
-		rerr     error // the reader's
-		wg       sync.WaitGroup
-	)
 	for range builders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if p := recover(); p != nil {
-					mu.Lock()
-					panicked = p
-					mu.Unlock()
-					stop.Store(true)
-					for range jobs { // let the reader finish
-					}
-				}
-			}()
-			b := snapshotBuilder[V]{s: s, zmu: &mu, share: share, chain: &ld}
-			for j := range jobs {
-				if stop.Load() {
-					continue
-				}
-				var keys []restoredKey[V]
-				select {
-				case keys = <-free:
-				default:
-					keys = make([]restoredKey[V], 0, restoreBatch)
-				}
-				keys, off, err := b.build(j, keys)
-				select {
-				case spare <- j:
-				default:
-				}
-				if err != nil {
-					mu.Lock()
-					if failure == nil || off < failure.Offset {
-						failure = &wal.Corruption{File: name, Offset: off, Why: err.Error()}
-					}
-					mu.Unlock()
-					stop.Store(true)
-					continue
-				}
-				loads <- snapshotLoad[V]{keys: keys}
-			}
-		}()
+		l.wg.Go(func() { l.build(share) })
 	}
-	go func() { // the reader
-		defer func() {
-			close(jobs)
-			wg.Wait()
-			close(loads)
-		}()
-		var j *snapshotJob
-		rerr = wal.ReadSnapshot(d.fs, d.dir, at, func(kind wal.Kind, p []byte, off int64) error {
-			if stop.Load() {
-				return errStopped
-			}
-			size += int64(wal.FrameSize(len(p)))
-			switch kind {
-			case wal.KindState:
-				st, err := ld.state(p)
-				if err == nil {
-					loads <- snapshotLoad[V]{state: st}
-				}
-				return err
-			case wal.KindDigests:
-				return ld.digests(p)
-			case wal.KindNotes:
-				return ld.notes(p)
-			case wal.KindKey:
-				if ld.chain != nil && !ld.chainDone {
-					if err := ld.endChain(); err != nil {
-						return err
-					}
-				}
-				if err := ld.key(p); err != nil {
-					return err
-				}
-				if j == nil {
-					select {
-					case j = <-spare:
-					default:
-						j = new(snapshotJob)
-					}
-					j.reset(ld.last)
-				}
-				if j.add(p, off) == restoreBatch {
-					jobs <- j
-					j = nil
-				}
-				return nil
-			}
-			return fmt.Errorf("a snapshot record of unknown kind %d", kind)
-		})
-		if j != nil && rerr == nil {
-			jobs <- j
-		}
-		if rerr == nil && ld.chain != nil && !ld.chainDone {
-			if err := ld.endChain(); err != nil { // a snapshot without keys
-				rerr = &wal.Corruption{File: name, Offset: size, Why: err.Error()}
-			}
-		}
-		chainOf, notesOf = ld.chain, ld.spans
-	}()
-	for l := range loads {
-		if l.state != nil {
-			s.restoreState(l.state)
-			s.reserveKeys(min(l.state.Keys, snapSize/minKeyRecord))
-		}
-		for i := range l.keys {
-			kl := s.restoreKey(&l.keys[i])
-			for _, r := range l.keys[i].noted {
-				noted = append(noted, notedRev[V]{r, kl})
-			}
-		}
-		if l.keys != nil {
-			clear(l.keys)
-			select {
-			case free <- l.keys[:0]:
-			default:
-			}
-		}
+	go l.read()
+	snapSize, _ := d.fs.Size(l.name) // bounds the state record's key count
+	noted := l.apply(snapSize)
+	if l.panicked != nil {
+		panic(l.panicked)
 	}
-	if panicked != nil {
-		panic(panicked)
-	}
-	if rerr == nil && failure == nil {
-		if err := s.restoreChain(chainOf, notesOf, noted); err != nil {
-			rerr = &wal.Corruption{File: name, Offset: size, Why: err.Error()}
+	if l.rerr == nil && l.failure == nil {
+		if err := s.restoreChain(l.ld.chain, l.ld.spans, noted); err != nil {
+			l.rerr = &wal.Corruption{File: l.name, Offset: l.size, Why: err.Error()}
 		} else {
 			d.setFloorMark(s.floor.Load())
 		}
 	}
-	d.snapBytes.Store(size)
-	if failure != nil { // before the reader's, which may be errStopped
-		return failure
+	d.snapBytes.Store(l.size)
+	if l.failure != nil { // before the reader's, which may be errStopped
+		return l.failure
 	}
-	return rerr
+	return l.rerr
+}
+
+// snapshotLoader is one loadSnapshot: its reader, builders and the
+// channels between them and the caller.
+type snapshotLoader[V any] struct {
+	s        *state[V]
+	at       int64
+	name     string
+	jobs     chan *snapshotJob     // the reader's runs of key records, to the builders
+	spare    chan *snapshotJob     // jobs the builders are done with, for the reader
+	loads    chan snapshotLoad[V]  // the state record and the built keys, to the caller
+	free     chan []restoredKey[V] // key batches the caller is done with, for the builders
+	stop     atomic.Bool           // a builder failed or panicked: the reader stops
+	wg       sync.WaitGroup        // the builders
+	mu       sync.Mutex            // guards failure and panicked; the builders' zmu
+	failure  *wal.Corruption       // the first builder's error in the file
+	panicked any                   // a builder's panic, raised again by the caller
+	// The reader's, read by the caller once loads is closed: the
+	// builders read ld's chain and spans, which it completes before it
+	// hands over the first key.
+	ld   snapshotReader
+	size int64 // of the file's records, for the checkpoint rule
+	rerr error
+}
+
+// build is a builder goroutine: it decodes and checks each job's key
+// records into keys for the caller. A panic (a codec's) stops the reader
+// and is kept for the caller.
+func (l *snapshotLoader[V]) build(share float64) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.mu.Lock()
+			l.panicked = p
+			l.mu.Unlock()
+			l.stop.Store(true)
+			for range l.jobs { // let the reader finish
+			}
+		}
+	}()
+	b := snapshotBuilder[V]{s: l.s, zmu: &l.mu, share: share, chain: &l.ld}
+	for j := range l.jobs {
+		if l.stop.Load() {
+			continue
+		}
+		var keys []restoredKey[V]
+		select {
+		case keys = <-l.free:
+		default:
+			keys = make([]restoredKey[V], 0, restoreBatch)
+		}
+		keys, off, err := b.build(j, keys)
+		select {
+		case l.spare <- j:
+		default:
+		}
+		if err != nil {
+			l.mu.Lock()
+			if l.failure == nil || off < l.failure.Offset {
+				l.failure = &wal.Corruption{File: l.name, Offset: off, Why: err.Error()}
+			}
+			l.mu.Unlock()
+			l.stop.Store(true)
+			continue
+		}
+		l.loads <- snapshotLoad[V]{keys: keys}
+	}
+}
+
+// read is the reader goroutine: it reads the records in order, checks
+// what needs that order, and hands runs of key records to the builders;
+// it closes loads once they are done.
+func (l *snapshotLoader[V]) read() {
+	defer func() {
+		close(l.jobs)
+		l.wg.Wait()
+		close(l.loads)
+	}()
+	var j *snapshotJob
+	ld := &l.ld
+	l.rerr = wal.ReadSnapshot(l.s.disk.fs, l.s.disk.dir, l.at, func(kind wal.Kind, p []byte, off int64) error {
+		if l.stop.Load() {
+			return errStopped
+		}
+		l.size += int64(wal.FrameSize(len(p)))
+		switch kind {
+		case wal.KindState:
+			st, err := ld.state(p)
+			if err == nil {
+				l.loads <- snapshotLoad[V]{state: st}
+			}
+			return err
+		case wal.KindDigests:
+			return ld.digests(p)
+		case wal.KindNotes:
+			return ld.notes(p)
+		case wal.KindKey:
+			if ld.chain != nil && !ld.chainDone {
+				if err := ld.endChain(); err != nil {
+					return err
+				}
+			}
+			if err := ld.key(p); err != nil {
+				return err
+			}
+			if j == nil {
+				select {
+				case j = <-l.spare:
+				default:
+					j = new(snapshotJob)
+				}
+				j.reset(ld.last)
+			}
+			if j.add(p, off) == restoreBatch {
+				l.jobs <- j
+				j = nil
+			}
+			return nil
+		}
+		return fmt.Errorf("a snapshot record of unknown kind %d", kind)
+	})
+	if j != nil && l.rerr == nil {
+		l.jobs <- j
+	}
+	if l.rerr == nil && ld.chain != nil && !ld.chainDone {
+		if err := ld.endChain(); err != nil { // a snapshot without keys
+			l.rerr = &wal.Corruption{File: l.name, Offset: l.size, Why: err.Error()}
+		}
+	}
+}
+
+// apply enters what the builders built into the state as it comes, which
+// cannot fail, and returns the annotated revisions of the keys.
+func (l *snapshotLoader[V]) apply(snapSize int64) []notedRev[V] {
+	s := l.s
+	var noted []notedRev[V]
+	for ld := range l.loads {
+		if ld.state != nil {
+			s.restoreState(ld.state)
+			s.reserveKeys(min(ld.state.Keys, snapSize/minKeyRecord))
+		}
+		for i := range ld.keys {
+			kl := s.restoreKey(&ld.keys[i])
+			for _, r := range ld.keys[i].noted {
+				noted = append(noted, notedRev[V]{r, kl})
+			}
+		}
+		if ld.keys != nil {
+			clear(ld.keys)
+			select {
+			case l.free <- ld.keys[:0]:
+			default:
+			}
+		}
+	}
+	return noted
 }
 
 // minKeyRecord is fewer bytes than any key record takes in a snapshot

@@ -43,6 +43,21 @@ func (rh *rehasher[V]) next(m *segMeta, prev chain.Digest, e *segment.Entry) cha
 	return rh.h.Next(prev, &rh.link)
 }
 
+// checkHeld checks e, an entry of the segment ref whose meta is m,
+// against the digests the store holds for it and the one before, if it
+// holds both: it returns 1 if it checked it, else 0.
+func (rh *rehasher[V]) checkHeld(m *segMeta, ref segment.Ref, e *segment.Entry) (int64, error) {
+	prev, ok1 := rh.s.heldDigest(e.Rev - 1)
+	want, ok2 := rh.s.heldDigest(e.Rev)
+	switch {
+	case !ok1 || !ok2:
+		return 0, nil
+	case rh.next(m, prev, e) != want:
+		return 0, chainBreak(ref, e.Rev-1, e.Rev)
+	}
+	return 1, nil
+}
+
 // sealedDigest returns D(rev) for a revision the tier covers (sealedDigests).
 func (s *state[V]) sealedDigest(rev int64) (chain.Digest, bool, error) {
 	var d chain.Digest
@@ -306,6 +321,7 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 		return 0, err
 	}
 	held := s.heldDigest
+	rh := rehasher[V]{s: s}
 	var n int64
 	from := seg.Footer().TimesFrom
 	if from > ref.First {
@@ -315,19 +331,14 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 			if err != nil {
 				return n, corruptSegment(ref.Name(), err)
 			}
-			prev, ok1 := held(e.Rev - 1)
-			want, ok2 := held(e.Rev)
-			if e.Rev >= from || !ok1 || !ok2 {
-				continue
+			if e.Rev < from {
+				k, err := rh.checkHeld(meta, ref, &e)
+				if n += k; err != nil {
+					return n, err
+				}
 			}
-			rh := rehasher[V]{s: s}
-			if rh.next(meta, prev, &e) != want {
-				return n, chainBreak(ref, e.Rev-1, e.Rev)
-			}
-			n++
 		}
 	}
-	rh := rehasher[V]{s: s}
 	d, known, since := seg.Footer().Prev, from == ref.First, ref.First-1
 	marks := meta.marks
 	check := func(r int64, want chain.Digest) error {
@@ -345,13 +356,9 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 		if e.Rev < floor {
 			// Below the floor a sweep may have let go of annotations:
 			// only a kept entry, against the digests held for it.
-			prev, ok1 := held(e.Rev - 1)
-			want, ok2 := held(e.Rev)
-			if ok1 && ok2 {
-				if rh.next(meta, prev, &e) != want {
-					return n, chainBreak(ref, e.Rev-1, e.Rev)
-				}
-				n++
+			k, err := rh.checkHeld(meta, ref, &e)
+			if n += k; err != nil {
+				return n, err
 			}
 			known, next = false, e.Rev+1
 			continue

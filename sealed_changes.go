@@ -12,8 +12,12 @@ import "strings"
 // The merge's checks are not needed while from is at or above the floor:
 // what compactions and trims drop, and the keys they remove, lie below it.
 // So it checks the floor before each entry, and hands the rest of the
-// range to the merge (changesMerge) once the floor passes the revision
-// it is at, which then finds what was dropped and says where to restart.
+// range to the merge (changesMerge) once the floor passes the next
+// revision it has to yield, which then finds what was dropped and says
+// where to restart. The check is against that revision, not the entry
+// read: a merge of segments leaves out what a compaction hid, so the
+// tier, loaded after the caller checked from against the floor, may skip
+// from the next revision to one above a floor that rose meanwhile.
 // It returns the revision to go on from: one past the last sealed one
 // when it yielded its part of the range, past to when the merge took the
 // rest; and false where yield stopped or was given an error.
@@ -23,6 +27,7 @@ func (s *state[V]) changesSealed(prefix string, from, to int64, yield func(Entry
 		return from, true
 	}
 	hi := min(to, t.last())
+	next := from // the revisions before it are yielded (those under prefix)
 	for i, ref := range t.refs {
 		if ref.Last < from || ref.First > hi {
 			continue
@@ -32,9 +37,10 @@ func (s *state[V]) changesSealed(prefix string, from, to int64, yield func(Entry
 				yield(Entry[V]{}, keyErr("changes under", prefix, "from", Revision(from), corruptSegment(ref.Name(), err)))
 				return 0, false
 			}
-			if s.floor.Load() > x.Rev {
-				return to + 1, s.changesMerge(prefix, x.Rev, to, yield)
+			if s.floor.Load() > next {
+				return to + 1, s.changesMerge(prefix, next, to, yield)
 			}
+			next = x.Rev + 1
 			if !strings.HasPrefix(x.Key, prefix) {
 				continue
 			}

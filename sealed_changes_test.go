@@ -81,3 +81,49 @@ func TestChangesSealedMeetsACompaction(t *testing.T) {
 	require.True(t, errors.As(last, &oe))
 	require.Equal(t, Revision(5), oe.Rev, "restart from the floor")
 }
+
+// TestChangesSealedAfterAMerge: Changes checks its start against the
+// floor, then loads the tier. A compaction and a merging checkpoint in
+// between leave a tier whose merged segment lacks the entries the
+// compaction hid: reading from the start it skips from there to the first
+// entry kept. What it skips is reported ErrCompacted, never left out in
+// silence.
+func TestChangesSealedAfterAMerge(t *testing.T) {
+	s, err := Open("/db", StringCodec(), WithFS(vfs.NewMem()), WithMemory(1<<40))
+	require.NoError(t, err)
+	defer s.Close()
+	for range 4 {
+		for i := range 50 {
+			_, err := s.Put(fmt.Sprint("k", i%5), fmt.Sprint(i))
+			require.NoError(t, err)
+		}
+		require.NoError(t, s.Checkpoint())
+	}
+	// Every key deleted, and one put at the compaction's revision: the
+	// merged segment keeps nothing below it.
+	for i := range 5 {
+		_, err := s.Delete(fmt.Sprint("k", i))
+		require.NoError(t, err)
+	}
+	at, err := s.Put("z", "last")
+	require.NoError(t, err)
+	require.NoError(t, s.Checkpoint())
+	require.NoError(t, s.Compact(at))
+	require.NoError(t, s.Checkpoint()) // merges the segments below it
+	refs := s.tierOrNil().refs
+	require.Equal(t, int64(1), refs[0].First)
+	require.GreaterOrEqual(t, refs[0].Last, int64(at)-1, "the segments below the compaction merged")
+	// As if Changes had checked from 10 before the compaction.
+	var revs []int64
+	var last error
+	s.changesSealed("", 10, int64(s.Rev()), func(e Entry[string], err error) bool {
+		if err != nil {
+			last = err
+			return false
+		}
+		revs = append(revs, int64(e.Rev))
+		return true
+	})
+	require.True(t, errors.Is(last, ErrCompacted), "yielded %v, then %v", revs, last)
+	require.Empty(t, revs, "nothing yielded: revision 10 is gone")
+}

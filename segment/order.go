@@ -55,8 +55,26 @@ type orderWin struct {
 	buf    []byte  // a block's bytes, read again for each block
 }
 
-// gather fills w with revisions [from, to]'s entries.
+// gather fills w with revisions [from, to]'s entries: it reads their
+// locators, then each block they name once, in order.
 func (w *orderWin) gather(sr *Reader, from, to int64) error {
+	if err := w.locate(sr, from, to); err != nil {
+		return err
+	}
+	if err := w.fill(sr, from, to); err != nil {
+		return err
+	}
+	for i, b := range w.locs {
+		if b >= 0 && w.es[i].Rev == 0 {
+			return fmt.Errorf("%w: revision %d's locator names block %d, which does not hold it", ErrCorrupt, from+int64(i), b)
+		}
+	}
+	return nil
+}
+
+// locate reads the locators of revisions [from, to] into w.locs, and the
+// blocks they name into w.blocks, ascending.
+func (w *orderWin) locate(sr *Reader, from, to int64) error {
 	n := int(to - from + 1)
 	w.locs, w.blocks = slices.Grow(w.locs[:0], n)[:n], w.blocks[:0]
 	// A window of few revisions sorts the blocks its locators name; a
@@ -99,6 +117,12 @@ func (w *orderWin) gather(sr *Reader, from, to int64) error {
 		slices.Sort(w.blocks)
 		w.blocks = slices.Compact(w.blocks)
 	}
+	return nil
+}
+
+// fill reads each of w's blocks and copies out the entries of revisions
+// [from, to], each of which must be in the block its locator names.
+func (w *orderWin) fill(sr *Reader, from, to int64) error {
 	var vals []byte // the window's values, copied out of their blocks
 	for _, bi := range w.blocks {
 		b, err := sr.load(int(bi), w.buf)
@@ -133,11 +157,6 @@ func (w *orderWin) gather(sr *Reader, from, to int64) error {
 		}
 		if c.err != nil {
 			return c.err
-		}
-	}
-	for i, b := range w.locs {
-		if b >= 0 && w.es[i].Rev == 0 {
-			return fmt.Errorf("%w: revision %d's locator names block %d, which does not hold it", ErrCorrupt, from+int64(i), b)
 		}
 	}
 	return nil
