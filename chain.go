@@ -278,6 +278,9 @@ func scanBelowFloor[V any](t *sealed[V], keys int, below int64) bool {
 // keys count on, and of the entry before each, reading the segments that
 // hold revisions at or below below from end to end.
 func (s *state[V]) sealedNeededByScan(t *sealed[V], keys *btree.BTreeG[*keyLog[V]], below int64, need map[int64]bool) {
+	if len(t.refs) == 0 || t.refs[0].First > below {
+		return // nothing sealed below the floor (a store never compacted): no map of every key
+	}
 	byKey := make(map[string]*keyLog[V], keys.Len())
 	keys.Ascend(func(kl *keyLog[V]) bool {
 		byKey[kl.key] = kl

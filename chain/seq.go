@@ -85,7 +85,12 @@ func (s *Seq) Forget(rev int64, kept func(r int64) bool) {
 			s.old[q] = d
 		}
 	}
-	// Now the front blocks.
+	s.dropBelow(rev)
+}
+
+// dropBelow lets go of the sequence proper's digests below rev, a block
+// at a time.
+func (s *Seq) dropBelow(rev int64) {
 	for drop := rev - s.base; drop > 0; {
 		n := min(drop, int64(len(s.blocks[0])-s.off))
 		if int64(s.off)+n == int64(len(s.blocks[0])) && len(s.blocks) > 1 {
@@ -111,7 +116,7 @@ func (s *Seq) ForgetAllBut(rev int64, keep []int64) {
 			s.old[q] = d
 		}
 	}
-	s.Forget(rev+1, func(int64) bool { return false })
+	s.dropBelow(rev)
 }
 
 // KeepOld drops the older digests that kept(r) no longer asks for.
