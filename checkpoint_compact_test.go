@@ -3,6 +3,7 @@ package revkv
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -173,4 +174,120 @@ func TestCompactDuringCheckpointPowerCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVerifySealedHiddenAnnotated: a compaction hides a sealed entry
+// whose neighbours are kept, so the store holds the digests on both sides
+// of it, while a sweep lets its annotations go. VerifySealed must not
+// rehash it without them and report a break that is not there.
+func TestVerifySealedHiddenAnnotated(t *testing.T) {
+	s, err := Open("/db", StringCodec(), WithFS(vfs.NewMem()), WithMemory(1<<40))
+	require.NoError(t, err)
+	defer s.Close()
+	put := func(k, v, who string) {
+		_, err := s.Update(func(tx *Txn[string]) error {
+			if who != "" {
+				tx.Annotate("who", who)
+			}
+			return tx.Put(k, v)
+		})
+		require.NoError(t, err)
+	}
+	for i := range 4 {
+		put(fmt.Sprint("w", i), "0", "") // revisions 1-4
+	}
+	put("x", "1", "")    // 5: kept
+	put("y", "1", "bob") // 6: hidden by y's revision 8, annotated
+	put("z", "1", "")    // 7: kept
+	put("y", "2", "")    // 8: kept
+	put("w0", "1", "")   // 9
+	put("w1", "1", "")   // 10
+	require.NoError(t, s.Checkpoint())
+	require.NoError(t, s.Compact(10))
+	_, err = s.DigestAt(5) // the digests on both sides of 6 are held
+	require.NoError(t, err)
+	_, err = s.DigestAt(6)
+	require.NoError(t, err)
+	_, err = s.VerifySealed(nil)
+	require.NoError(t, err)
+}
+
+// TestDigestAtDuringCompact: DigestAt rehashes a sealed digest from the
+// floor it read, across revisions whose annotations a compaction's sweep
+// may let go meanwhile. Every digest it answers, while compactions run
+// beside it, must be the one it answered before them.
+func TestDigestAtDuringCompact(t *testing.T) {
+	rounds := 20
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := range rounds {
+		s, err := Open("/db", StringCodec(), WithFS(vfs.NewMem()), WithMemory(1<<40))
+		require.NoError(t, err)
+		const n = 400
+		for i := range n {
+			_, err := s.Update(func(tx *Txn[string]) error {
+				tx.Annotate("who", fmt.Sprint("user", i))
+				return tx.Put(fmt.Sprint("k", i%7), fmt.Sprint(i))
+			})
+			require.NoError(t, err)
+			if i%100 == 99 {
+				require.NoError(t, s.Checkpoint())
+			}
+		}
+		want := make([][32]byte, n+1)
+		for r := range want {
+			want[r], err = s.DigestAt(Revision(r))
+			require.NoError(t, err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for f := 10 + round%10; f < n-20; f += 10 {
+				if err := s.Compact(Revision(f)); err != nil {
+					panic(err)
+				}
+			}
+		}()
+		for r, running := 0, true; running; r = (r + 37) % n {
+			select {
+			case <-done:
+				running = false
+			default:
+			}
+			if got, err := s.DigestAt(Revision(r)); err == nil {
+				require.Equal(t, want[r], got, "DigestAt(%d) during compactions, round %d", r, round)
+			}
+		}
+		require.NoError(t, s.Close())
+	}
+}
+
+// TestTrimmerSeesHiddenSealed: the trimmer asks of each key it samples
+// whether a pass trimmed it, and goes on sampling while many did. A key
+// whose only entries past retention are sealed is trimmed (a compaction
+// hides them), and must say so, though no count of them is read.
+func TestTrimmerSeesHiddenSealed(t *testing.T) {
+	m := vfs.NewMem()
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	s, err := Open("/db", StringCodec(), WithFS(m), WithClock(clock), WithMemory(1<<40))
+	require.NoError(t, err)
+	for i := range 10 {
+		now = now.Add(time.Second)
+		_, err := s.Put("a", fmt.Sprint(i))
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close()) // seals a's history: memory keeps its newest
+	now = now.Add(time.Hour)
+	s, err = Open("/db", StringCodec(), WithFS(m), WithClock(clock), WithMemory(1<<40),
+		WithRetention(time.Minute), WithTrimInterval(time.Hour))
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Put("b", "1") // the revision retention compacts at
+	require.NoError(t, err)
+	kl := s.lookup("a")
+	require.NotNil(t, kl)
+	require.True(t, trimTarget[string]{s.state}.Trim(kl), "a's sealed entries past retention were hidden")
+	require.False(t, trimTarget[string]{s.state}.Trim(kl), "and a second pass has nothing to do")
 }

@@ -47,7 +47,8 @@ type durability[V any] interface {
 	trimmed(s *state[V], kl *keyLog[V], removed, count bool)
 	// hideSealed hides kl's sealed entries that a compaction at cut drops
 	// (all below the one visible at cut): the tier says which they are
-	// (seal.go). It returns how many it hid.
+	// (seal.go). It returns how many it hid while a Trim counts them,
+	// else 1 if it hid any (the trimmer asks whether a key was trimmed).
 	hideSealed(s *state[V], kl *keyLog[V], cut int64) int
 	compacted(s *state[V], rev int64, t time.Time)
 	// forget lets the hash chain go of the digests below the new floor

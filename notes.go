@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/revkv/revkv/revlog"
 )
@@ -38,6 +39,9 @@ type noteLog[V any] struct {
 	// indexMu or a keyLog's lock (one at a time).
 	mu    sync.RWMutex
 	spans []noteSpan[V] // in revision order, not overlapping
+	// gone counts the times spans were let go (under mu): a rehash that
+	// read annotations while it moved started again (sealedDigest).
+	gone atomic.Int64
 }
 
 // Annotate attaches key and value (an actor, a reason, a ticket) to every
@@ -258,6 +262,7 @@ func (s *state[V]) forgetNotesLocked(floor int64) {
 	if i > 0 {
 		clear(n.spans[:i])
 		n.spans = n.spans[i:]
+		n.gone.Add(1)
 	}
 }
 
@@ -286,7 +291,11 @@ func (s *state[V]) sweepNotesLocked() {
 			s.resolveLocked(&n.spans[i]) // where it fails, the span stays, kept
 		}
 	}
+	was := len(n.spans)
 	n.spans = slices.DeleteFunc(n.spans, func(sp noteSpan[V]) bool { return !sp.anyKept() })
+	if len(n.spans) < was {
+		n.gone.Add(1)
+	}
 	n.mu.Unlock()
 }
 

@@ -337,8 +337,12 @@ func (d *disk[V]) hide(s *state[V], kl *keyLog[V], cut int64, log bool) int {
 	if lo <= was {
 		return 0 // hidden already
 	}
-	n := 0
-	if s.countingHidden > 0 { // Compact returns no count: it reads none of them
+	// Trim returns how many it dropped: it reads them to count them.
+	// Compact returns no count, and the trimmer asks only whether a key
+	// was trimmed: 1 says it was, without reading any.
+	n := 1
+	if s.countingHidden > 0 {
+		n = 0
 		for _, err := range s.sealedRange(kl.key, was, lo-1) {
 			if err != nil {
 				break

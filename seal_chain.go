@@ -45,12 +45,15 @@ func (rh *rehasher[V]) next(m *segMeta, prev chain.Digest, e *segment.Entry) cha
 
 // checkHeld checks e, an entry of the segment ref whose meta is m,
 // against the digests the store holds for it and the one before, if it
-// holds both: it returns 1 if it checked it, else 0.
+// holds both and e's key keeps it: it returns 1 if it checked it, else 0.
+// An entry a compaction hid may have both digests held for its kept
+// neighbours, and its annotations let go by a sweep: rehashed without
+// them, it would break a chain that is whole.
 func (rh *rehasher[V]) checkHeld(m *segMeta, ref segment.Ref, e *segment.Entry) (int64, error) {
 	prev, ok1 := rh.s.heldDigest(e.Rev - 1)
 	want, ok2 := rh.s.heldDigest(e.Rev)
 	switch {
-	case !ok1 || !ok2:
+	case !ok1 || !ok2 || !kept(rh.s.lookup(e.Key), e.Rev):
 		return 0, nil
 	case rh.next(m, prev, e) != want:
 		return 0, chainBreak(ref, e.Rev-1, e.Rev)
@@ -59,11 +62,19 @@ func (rh *rehasher[V]) checkHeld(m *segMeta, ref segment.Ref, e *segment.Entry) 
 }
 
 // sealedDigest returns D(rev) for a revision the tier covers (sealedDigests).
+// It runs beside compactions: should a sweep let annotations go while it
+// rehashes (from the floor it read before), it starts again from the
+// floor that sweep left, which the sweep set before it let them go.
 func (s *state[V]) sealedDigest(rev int64) (chain.Digest, bool, error) {
-	var d chain.Digest
-	ok := false
-	err := s.sealedDigests([]int64{rev}, s.floor.Load(), func(_ int64, dg chain.Digest) { d, ok = dg, true })
-	return d, ok, err
+	for {
+		gone := s.notes.gone.Load()
+		var d chain.Digest
+		ok := false
+		err := s.sealedDigests([]int64{rev}, s.floor.Load(), func(_ int64, dg chain.Digest) { d, ok = dg, true })
+		if err != nil || s.notes.gone.Load() == gone {
+			return d, ok, err
+		}
+	}
 }
 
 // sealedDigests calls fn with D(r) of each revision r of revs (in
