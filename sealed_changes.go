@@ -54,6 +54,10 @@ func (s *state[V]) changesSealed(prefix string, from, to int64, yield func(Entry
 			}
 		}
 	}
+	if next <= hi && s.floor.Load() > next {
+		// The range ends in what a merge left out: nothing came to check.
+		return to + 1, s.changesMerge(prefix, next, to, yield)
+	}
 	return hi + 1, true
 }
 

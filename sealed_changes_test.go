@@ -126,4 +126,18 @@ func TestChangesSealedAfterAMerge(t *testing.T) {
 	})
 	require.True(t, errors.Is(last, ErrCompacted), "yielded %v, then %v", revs, last)
 	require.Empty(t, revs, "nothing yielded: revision 10 is gone")
+
+	// A range that ends in what the merge left out: no entry comes to
+	// check the floor against.
+	last = nil
+	next, ok := s.changesSealed("", 10, 20, func(e Entry[string], err error) bool {
+		if err != nil {
+			last = err
+			return false
+		}
+		revs = append(revs, int64(e.Rev))
+		return true
+	})
+	require.True(t, errors.Is(last, ErrCompacted), "yielded %v, then %v (next %d, %v)", revs, last, next, ok)
+	require.Empty(t, revs)
 }
