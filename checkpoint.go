@@ -148,7 +148,7 @@ func (s *state[V]) pin(closing bool) (*pinned[V], error) {
 // keys' logs are the store's now, less what that compaction dropped), and
 // the compaction is in the log after h: the Open that replays it rehashes
 // the sealed digests the new floor needs that the snapshot lacks, from
-// the digest before the pinned floor. It cannot across the revisions
+// the digest before the pinned floor. It cannot rehash across the revisions
 // that compaction dropped before a seal wrote them (a segment lacks
 // them), so the snapshot holds what both floors need, taken from the
 // live chain, whose sweep rehashed them, where the chain the pin froze

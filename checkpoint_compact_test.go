@@ -212,6 +212,46 @@ func TestVerifySealedHiddenAnnotated(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// annotatedSealed opens a store that seals, with n annotated revisions
+// over seven keys, sealed a hundred at a time.
+func annotatedSealed(t *testing.T, n int) *Store[string] {
+	s, err := Open("/db", StringCodec(), WithFS(vfs.NewMem()), WithMemory(1<<40))
+	require.NoError(t, err)
+	for i := range n {
+		_, err := s.Update(func(tx *Txn[string]) error {
+			tx.Annotate("who", fmt.Sprint("user", i))
+			return tx.Put(fmt.Sprint("k", i%7), fmt.Sprint(i))
+		})
+		require.NoError(t, err)
+		if i%100 == 99 {
+			require.NoError(t, s.Checkpoint())
+		}
+	}
+	return s
+}
+
+// duringCompactions calls read until a goroutine's compactions of s, every
+// ten revisions from one that depends on round up to n-20, are done.
+func duringCompactions(s *Store[string], n, round int, read func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for f := 10 + round%10; f < n-20; f += 10 {
+			if err := s.Compact(Revision(f)); err != nil {
+				panic(err)
+			}
+		}
+	}()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		read()
+	}
+}
+
 // TestDigestAtDuringCompact: DigestAt rehashes a sealed digest from the
 // floor it read, across revisions whose annotations a compaction's sweep
 // may let go meanwhile. Every digest it answers, while compactions run
@@ -221,44 +261,22 @@ func TestDigestAtDuringCompact(t *testing.T) {
 	if testing.Short() {
 		rounds = 5
 	}
+	const n = 400
 	for round := range rounds {
-		s, err := Open("/db", StringCodec(), WithFS(vfs.NewMem()), WithMemory(1<<40))
-		require.NoError(t, err)
-		const n = 400
-		for i := range n {
-			_, err := s.Update(func(tx *Txn[string]) error {
-				tx.Annotate("who", fmt.Sprint("user", i))
-				return tx.Put(fmt.Sprint("k", i%7), fmt.Sprint(i))
-			})
-			require.NoError(t, err)
-			if i%100 == 99 {
-				require.NoError(t, s.Checkpoint())
-			}
-		}
+		s := annotatedSealed(t, n)
 		want := make([][32]byte, n+1)
 		for r := range want {
+			var err error
 			want[r], err = s.DigestAt(Revision(r))
 			require.NoError(t, err)
 		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for f := 10 + round%10; f < n-20; f += 10 {
-				if err := s.Compact(Revision(f)); err != nil {
-					panic(err)
-				}
-			}
-		}()
-		for r, running := 0, true; running; r = (r + 37) % n {
-			select {
-			case <-done:
-				running = false
-			default:
-			}
+		r := 0
+		duringCompactions(s, n, round, func() {
 			if got, err := s.DigestAt(Revision(r)); err == nil {
 				require.Equal(t, want[r], got, "DigestAt(%d) during compactions, round %d", r, round)
 			}
-		}
+			r = (r + 37) % n
+		})
 		require.NoError(t, s.Close())
 	}
 }
@@ -300,38 +318,13 @@ func TestVerifySealedDuringCompact(t *testing.T) {
 	if testing.Short() {
 		rounds = 3
 	}
+	const n = 400
 	for round := range rounds {
-		s, err := Open("/db", StringCodec(), WithFS(vfs.NewMem()), WithMemory(1<<40))
-		require.NoError(t, err)
-		const n = 400
-		for i := range n {
-			_, err := s.Update(func(tx *Txn[string]) error {
-				tx.Annotate("who", fmt.Sprint("user", i))
-				return tx.Put(fmt.Sprint("k", i%7), fmt.Sprint(i))
-			})
-			require.NoError(t, err)
-			if i%100 == 99 {
-				require.NoError(t, s.Checkpoint())
-			}
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for f := 10 + round%10; f < n-20; f += 10 {
-				if err := s.Compact(Revision(f)); err != nil {
-					panic(err)
-				}
-			}
-		}()
-		for running := true; running; {
-			select {
-			case <-done:
-				running = false
-			default:
-			}
+		s := annotatedSealed(t, n)
+		duringCompactions(s, n, round, func() {
 			_, err := s.VerifySealed(nil)
 			require.NoError(t, err, "VerifySealed during compactions, round %d", round)
-		}
+		})
 		require.NoError(t, s.Close())
 	}
 }
