@@ -2,6 +2,7 @@ package revkv
 
 import (
 	"iter"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -145,8 +146,6 @@ func (n *noteLog[V]) find(rev int64) *noteSpan[V] {
 	return nil
 }
 
-// notesOf returns the annotations of rev (sorted pairs), or nil; the
-// caller holds mu.
 // HistoryNotes is History with each entry's annotations: key's retained
 // entries, oldest first, each with the annotations of its revision (nil
 // for a revision written without any; a new map for each entry), read
@@ -182,6 +181,8 @@ func (s *Store[V]) HistoryNotes(key string) iter.Seq2[Entry[V], map[string]strin
 	}
 }
 
+// notesOf returns the annotations of rev (sorted pairs), or nil; the
+// caller holds mu.
 func (n *noteLog[V]) notesOf(rev int64) []string {
 	if sp := n.find(rev); sp != nil {
 		return sp.kv
@@ -328,4 +329,23 @@ func (sp *noteSpan[V]) anyKept() bool {
 		}
 	}
 	return false
+}
+
+// notesNear is notesOf, with the revisions around rev that have the same
+// answer: the span that holds rev, or the gap between two spans. A span's
+// pairs never change, so a rehash in revision order takes mu once a span
+// or gap, not once a revision. The caller holds mu.
+func (n *noteLog[V]) notesNear(rev int64) (kv []string, lo, hi int64) {
+	i := sort.Search(len(n.spans), func(i int) bool { return n.spans[i].last() >= rev })
+	lo, hi = math.MinInt64, math.MaxInt64
+	if i > 0 {
+		lo = n.spans[i-1].last() + 1
+	}
+	if i < len(n.spans) {
+		if sp := &n.spans[i]; sp.first <= rev {
+			return sp.kv, sp.first, sp.last()
+		}
+		hi = n.spans[i].first - 1
+	}
+	return nil, lo, hi
 }

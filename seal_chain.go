@@ -27,6 +27,9 @@ type rehasher[V any] struct {
 	h    chain.Hasher
 	link chain.Rev
 	x    wal.Entry
+	// The annotations of revisions [lo, hi] (notesNear), while hi >= lo.
+	notes  []string
+	lo, hi int64
 }
 
 // next returns D(e.Rev) given prev = D(e.Rev-1), e being an entry of the
@@ -36,10 +39,12 @@ func (rh *rehasher[V]) next(m *segMeta, prev chain.Digest, e *segment.Entry) cha
 	z := zones[min(int(e.Zone), len(zones)-1)] // the segment reader checked the zone
 	rh.x = wal.Entry{Key: e.Key, Op: uint8(e.Op), Rev: e.Rev, Sec: e.Sec, Nsec: e.Nsec, Zone: z.name, Offset: z.offset,
 		HasTTL: e.HasTTL, Expires: e.Expires, Value: e.Value}
-	rh.s.notes.mu.RLock()
-	notes := rh.s.notes.notesOf(e.Rev)
-	rh.s.notes.mu.RUnlock()
-	linkOf(&rh.link, &rh.x, notes)
+	if e.Rev < rh.lo || e.Rev > rh.hi {
+		rh.s.notes.mu.RLock()
+		rh.notes, rh.lo, rh.hi = rh.s.notes.notesNear(e.Rev)
+		rh.s.notes.mu.RUnlock()
+	}
+	linkOf(&rh.link, &rh.x, rh.notes)
 	return rh.h.Next(prev, &rh.link)
 }
 
@@ -151,6 +156,47 @@ func (s *state[V]) sealedDigests(revs []int64, below int64, fn func(r int64, d c
 		}
 	}
 	return nil
+}
+
+// heldWalk answers heldDigest for a walk through revisions [lo, hi]
+// (verifySegment) without taking the chain's lock for each: it copies the
+// chain's older digests in the range when it starts, and asks the chain
+// only at and above its base then. A digest copied stays right if the
+// chain lets it go meanwhile (a revision's digest never changes); one the
+// chain takes meanwhile is not seen, which checks less, never wrongly.
+type heldWalk[V any] struct {
+	s    *state[V]
+	base int64
+	revs []int64 // ascending
+	ds   []chain.Digest
+	i    int // revs[:i] are below the last revision asked
+}
+
+func (s *state[V]) heldFrom(lo, hi int64) *heldWalk[V] {
+	h := &heldWalk[V]{s: s}
+	s.disk.chainMu.Lock()
+	h.base = s.disk.chain.Base()
+	h.revs, h.ds = s.disk.chain.OldIn(lo, hi)
+	s.disk.chainMu.Unlock()
+	return h
+}
+
+// at is heldDigest(r); it is quickest where r does not go down from one
+// call to the next.
+func (h *heldWalk[V]) at(r int64) (chain.Digest, bool) {
+	if r >= h.base {
+		return h.s.heldDigest(r)
+	}
+	if h.i > 0 && h.revs[h.i-1] >= r {
+		h.i = 0
+	}
+	for h.i < len(h.revs) && h.revs[h.i] < r {
+		h.i++
+	}
+	if h.i < len(h.revs) && h.revs[h.i] == r {
+		return h.ds[h.i], true
+	}
+	return chain.Digest{}, false
 }
 
 // heldDigest returns D(r) if the chain holds it.
@@ -331,7 +377,7 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	held := s.heldDigest
+	held := s.heldFrom(ref.First-1, ref.Last).at
 	rh := rehasher[V]{s: s}
 	var n int64
 	from := seg.Footer().TimesFrom

@@ -6,22 +6,32 @@ import (
 	"slices"
 )
 
-// orderWindow is how many revisions Revisions gathers at a time. Each
-// block holding an entry of a window is decoded once for it; when every
-// revision writes another key, as a store's round of many keys does, that
-// is every block of the segment, so fewer, larger windows decode less, at
-// the price of the window's entries held at once.
+// orderWindow is how many revisions Revisions gathers at a time: the
+// window's entries are held at once, so it bounds the walk's memory.
 var orderWindow int64 = 1 << 17 // a variable for the tests
+
+// spanBytes bounds one read of Revisions: the blocks of a window that
+// follow one another in the file are read together, as one system call.
+const spanBytes = 256 << 10
+
+// valChunk is the size of the arrays Revisions copies values into: a
+// window's values are never moved once copied (a caller may keep them).
+const valChunk = 64 << 10
 
 // Revisions yields the segment's entries with lo <= Rev <= hi in revision
 // order, from TimesFrom on (the revisions below it have no locator: a
-// caller finds their few entries with All). It works a window of
-// revisions at a time: the window's locators name the blocks that hold
-// its entries; each of those is decoded once, and its entries in the
-// window are set in place by revision, their values copied out of the
-// block. Memory is bounded by the window, however long the range. Damage
-// (an entry its locator does not place in that block, a locator naming a
-// block without it) is ErrCorrupt.
+// caller finds their few entries with All).
+//
+// It works a window of revisions at a time, and decodes each entry once
+// however many windows there are. A block is sorted by key, and a key's
+// entries in it are a run of rising revisions (cut at each restart
+// point), so a window takes from each run the entries up to its end and
+// leaves a place to resume the run (orderWalk.resume) with the window
+// its next entry falls in. A block is decoded whole in the first window
+// whose locators name it; later windows decode from their resume points
+// only. Memory is bounded by the window and one resume point a run,
+// however long the range. Damage (an entry its locator does not place in
+// that block, a locator naming a block without it) is ErrCorrupt.
 func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		if err := sr.Load(); err != nil {
@@ -29,10 +39,14 @@ func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 			return
 		}
 		lo, hi = max(lo, sr.footer.TimesFrom), min(hi, sr.footer.Last)
-		var w orderWin
+		if lo > hi {
+			return
+		}
+		w := orderWalk{sr: sr, lo: lo, hi: hi, started: make([]bool, len(sr.fences))}
+		w.later = make([][]int32, (hi-lo)/orderWindow+1)
 		for from := lo; from <= hi; from += orderWindow {
 			to := min(from+orderWindow-1, hi)
-			if err := w.gather(sr, from, to); err != nil {
+			if err := w.gather(from, to); err != nil {
 				yield(Entry{}, err)
 				return
 			}
@@ -45,49 +59,123 @@ func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 	}
 }
 
-// orderWin is one window of Revisions: each revision's locator, and its
-// entry once gathered.
-type orderWin struct {
-	locs   []int32 // of revision from+i; < 0: no entry
-	es     []Entry // of revision from+i, where locs[i] >= 0
-	blocks []int32 // the blocks the locators name, ascending
-	marked []bool  // by block, for a wide window: a locator names it
-	buf    []byte  // a block's bytes, read again for each block
+// orderWalk is one walk of Revisions over [lo, hi].
+type orderWalk struct {
+	sr      *Reader
+	lo, hi  int64
+	started []bool    // by block: decoded whole in an earlier window
+	runs    []resume  // where each run goes on, and a whole one for each block started
+	later   [][]int32 // by window: the runs (of runs) with an entry in it
+	// The window being gathered.
+	from, to int64
+	locs     []int32 // of revision from+i; < 0: no entry
+	es       []Entry // of revision from+i, where filled[i]
+	filled   []bool  // es[i] is revision from+i's entry
+	work     []int32 // the window's runs, by block
+	spare    []int32 // byBlock's other array
+	counts   []int32 // byBlock's, by block
+	vals     []byte  // the window's values, copied out of their blocks, in chunks
+	buf      []byte  // a block's bytes, read again for each block
+	k        []byte  // the cursor's key
+}
+
+// resume is where a run of a block's entries goes on: the offset of its
+// next entry, and what decoding that entry needs from the one before it
+// (its key, revision, time and zone). An n of -1 is a block decoded whole.
+// A run's resume is changed in place each time it goes on: the walk
+// holds one for each run, and a window's lists hold their indexes.
+type resume struct {
+	blk, n, off int32
+	zone        uint32
+	rev, sec    int64 // the entry before's
+	key         string
 }
 
 // gather fills w with revisions [from, to]'s entries: it reads their
-// locators, then each block they name once, in order.
-func (w *orderWin) gather(sr *Reader, from, to int64) error {
-	if err := w.locate(sr, from, to); err != nil {
+// locators, then each block with a run in the window once, in order.
+func (w *orderWalk) gather(from, to int64) error {
+	w.from, w.to = from, to
+	if err := w.locate(); err != nil {
 		return err
 	}
-	if err := w.fill(sr, from, to); err != nil {
-		return err
+	w.byBlock()
+	w.vals = nil // the entries of the window before keep theirs
+	fences := w.sr.fences
+	for i := 0; i < len(w.work); {
+		// One read for the blocks of a span that follow one another.
+		lo, hi := w.runs[w.work[i]].blk, w.runs[w.work[i]].blk
+		for j := i; j < len(w.work); j++ {
+			if b := w.runs[w.work[j]].blk; b > hi {
+				if b > hi+1 || fences[b].off+fences[b].len-fences[lo].off > spanBytes {
+					break
+				}
+				hi = b
+			}
+		}
+		span, err := w.sr.readSpan(int(lo), int(hi), w.buf)
+		if err != nil {
+			return err
+		}
+		w.buf = span
+		for i < len(w.work) && w.runs[w.work[i]].blk <= hi {
+			bi := w.runs[w.work[i]].blk
+			f := fences[bi]
+			b, err := w.sr.check(int(bi), span[f.off-fences[lo].off:][:f.len])
+			if err != nil {
+				return err
+			}
+			for ; i < len(w.work) && w.runs[w.work[i]].blk == bi; i++ {
+				if err := w.run(b, w.work[i]); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	for i, b := range w.locs {
-		if b >= 0 && w.es[i].Rev == 0 {
+		if b >= 0 && !w.filled[i] {
 			return fmt.Errorf("%w: revision %d's locator names block %d, which does not hold it", ErrCorrupt, from+int64(i), b)
 		}
 	}
 	return nil
 }
 
-// locate reads the locators of revisions [from, to] into w.locs, and the
-// blocks they name into w.blocks, ascending.
-func (w *orderWin) locate(sr *Reader, from, to int64) error {
-	n := int(to - from + 1)
-	w.locs, w.blocks = slices.Grow(w.locs[:0], n)[:n], w.blocks[:0]
-	// A window of few revisions sorts the blocks its locators name; a
-	// wide one, which would spend more on the sort than on the blocks,
-	// marks them in a table of the segment's blocks.
-	wide := n >= len(sr.fences)/8
-	if wide && w.marked == nil {
-		w.marked = make([]bool, len(sr.fences))
+// byBlock sorts w.work by block, so that each block is read once: a
+// counting sort, as the blocks are few beside the runs, and the order
+// within a block does not matter (each run is decoded on its own).
+func (w *orderWalk) byBlock() {
+	if w.counts == nil {
+		w.counts = make([]int32, len(w.sr.fences)+1)
 	}
-	// Entries are yielded by value, so the array serves every window; the
-	// values are copied into a new array for each (a caller may keep them).
+	clear(w.counts)
+	for _, r := range w.work {
+		w.counts[w.runs[r].blk+1]++
+	}
+	for i := 1; i < len(w.counts); i++ {
+		w.counts[i] += w.counts[i-1]
+	}
+	w.spare = slices.Grow(w.spare[:0], len(w.work))[:len(w.work)]
+	for _, r := range w.work {
+		at := &w.counts[w.runs[r].blk]
+		w.spare[*at] = r
+		*at++
+	}
+	w.work, w.spare = w.spare, w.work
+}
+
+// locate reads the locators of the window's revisions into w.locs, and
+// sets w.work to the window's resume points and, once each, the blocks
+// they name that no window before did.
+func (w *orderWalk) locate() error {
+	sr, from, to := w.sr, w.from, w.to
+	n := int(to - from + 1)
+	w.locs = slices.Grow(w.locs[:0], n)[:n]
+	// Entries are yielded by value, so the array serves every window.
 	w.es = slices.Grow(w.es[:0], n)[:n]
-	clear(w.es)
+	w.filled = slices.Grow(w.filled[:0], n)[:n]
+	clear(w.filled)
+	wi := (from - w.lo) / orderWindow
+	w.work = append(w.work[:0], w.later[wi]...)
+	w.later[wi] = nil
 	tBlock, tFirst := -1, int64(0)
 	var locs []int32
 	for r := from; r <= to; r++ {
@@ -100,64 +188,85 @@ func (w *orderWin) locate(sr *Reader, from, to int64) error {
 		}
 		b := locs[r-tFirst]
 		w.locs[r-from] = b
-		switch {
-		case b >= 0 && wide:
-			w.marked[b] = true // times checked it is a block of the segment
-		case b >= 0:
-			w.blocks = append(w.blocks, b)
+		if b >= 0 && !w.started[b] { // times checked it is a block of the segment
+			w.started[b] = true
+			w.work = append(w.work, int32(len(w.runs)))
+			w.runs = append(w.runs, resume{blk: b, n: -1})
 		}
-	}
-	if wide {
-		for i, m := range w.marked {
-			if m {
-				w.blocks, w.marked[i] = append(w.blocks, int32(i)), false
-			}
-		}
-	} else {
-		slices.Sort(w.blocks)
-		w.blocks = slices.Compact(w.blocks)
 	}
 	return nil
 }
 
-// fill reads each of w's blocks and copies out the entries of revisions
-// [from, to], each of which must be in the block its locator names.
-func (w *orderWin) fill(sr *Reader, from, to int64) error {
-	var vals []byte // the window's values, copied out of their blocks
-	for _, bi := range w.blocks {
-		b, err := sr.load(int(bi), w.buf)
-		if err != nil {
-			return err
+// run decodes from r in block b: the whole block for a new one, else one
+// run of a key's entries, up to the end of the window. It places the
+// window's entries, and leaves a resume point in the window of the first
+// one past it.
+func (w *orderWalk) run(b loaded, ri int32) error {
+	r := w.runs[ri] // a copy: decode appends to runs
+	whole := r.n < 0
+	c := w.sr.cursorAt(b, 0, w.k)
+	if !whole {
+		c.d.b = b.entries[r.off:]
+		c.n, c.j = int64(r.n), 0
+		c.k = append(c.k[:0], r.key...)
+		c.e = Entry{Rev: r.rev, Sec: r.sec, Zone: r.zone}
+	}
+	err := w.decode(&c, b, &r, ri)
+	w.k = c.k
+	return err
+}
+
+// decode is run's loop over c's entries.
+func (w *orderWalk) decode(c *cursor, b loaded, r *resume, ri int32) error {
+	whole := r.n < 0
+	key, placing := r.key, true
+	for first := true; ; first = false {
+		// A run ends where the next entry starts a key (every restart
+		// point does): that run has its own resume point.
+		if !whole && !first && (c.d.rest() == 0 || c.d.b[0]&flagNewKey != 0) {
+			return nil
 		}
-		w.buf = b.entries[:0]
-		c := sr.cursorAt(b, 0, nil)
-		var key string
-		for c.next() {
-			if c.newKey {
-				key = ""
-			}
-			r := c.e.Rev
-			if r < from || r > to {
-				continue
-			}
-			if w.locs[r-from] != bi || w.es[r-from].Rev != 0 {
-				return fmt.Errorf("%w: revision %d is in block %d, its locator names block %d", ErrCorrupt, r, bi, w.locs[r-from])
-			}
-			if key == "" {
-				key = string(c.k)
+		before := resume{blk: r.blk, n: int32(c.n), off: int32(len(b.entries) - c.d.rest()), zone: c.e.Zone, rev: c.e.Rev, sec: c.e.Sec, key: key}
+		if !c.next() {
+			return c.err
+		}
+		if c.newKey {
+			key, placing = string(c.k), true
+		}
+		if !placing {
+			continue
+		}
+		switch rev := c.e.Rev; {
+		case rev < w.lo:
+		case rev > w.hi:
+			placing = false
+		case rev < w.from:
+			return fmt.Errorf("%w: revision %d is in block %d, not in the block its locator names", ErrCorrupt, rev, r.blk)
+		case rev <= w.to:
+			if w.locs[rev-w.from] != r.blk || w.filled[rev-w.from] {
+				return fmt.Errorf("%w: revision %d is in block %d, its locator names block %d", ErrCorrupt, rev, r.blk, w.locs[rev-w.from])
 			}
 			e := c.e
 			e.Key = key
 			if len(e.Value) > 0 {
-				at := len(vals)
-				vals = append(vals, e.Value...)
-				e.Value = vals[at:len(vals):len(vals)]
+				if len(w.vals)+len(e.Value) > cap(w.vals) {
+					w.vals = make([]byte, 0, max(valChunk, len(e.Value)))
+				}
+				at := len(w.vals)
+				w.vals = append(w.vals, e.Value...)
+				e.Value = w.vals[at:len(w.vals):len(w.vals)]
 			}
-			w.es[r-from] = e
-		}
-		if c.err != nil {
-			return c.err
+			w.es[rev-w.from], w.filled[rev-w.from] = e, true
+		default:
+			wi := (rev - w.lo) / orderWindow
+			if !whole {
+				w.runs[ri] = before
+				w.later[wi] = append(w.later[wi], ri)
+				return nil
+			}
+			w.later[wi] = append(w.later[wi], int32(len(w.runs)))
+			w.runs = append(w.runs, before)
+			placing = false
 		}
 	}
-	return nil
 }

@@ -318,50 +318,6 @@ func (sr *Reader) All() iter.Seq2[Entry, error] {
 	}
 }
 
-// loaded is a block read from the file and checked against its
-// checksum, with its restart points split off.
-type loaded struct {
-	f        fence
-	entries  []byte // the encoded entries
-	restarts []byte // offsets in entries of every restartEvery-th entry, u32 each (restart)
-}
-
-// nRestarts is how many restart points b has.
-func (b *loaded) nRestarts() int { return len(b.restarts) / 4 }
-
-// restart is the offset in entries of restart point k.
-func (b *loaded) restart(k int) uint32 { return binary.LittleEndian.Uint32(b.restarts[4*k:]) }
-
-// load reads block i into buf (nil: a new buffer) and checks its
-// checksum and restart points.
-func (sr *Reader) load(i int, buf []byte) (loaded, error) {
-	f := sr.fences[i]
-	if int64(cap(buf)) < f.len {
-		buf = make([]byte, f.len)
-	}
-	buf = buf[:f.len]
-	sr.reads.Add(1)
-	if _, err := sr.r.ReadAt(buf, f.off); err != nil {
-		return loaded{}, fmt.Errorf("read segment block at offset %d: %w", f.off, err)
-	}
-	body := buf[:len(buf)-4]
-	if checksum(body) != binary.LittleEndian.Uint32(buf[len(body):]) {
-		return loaded{}, fmt.Errorf("%w: block at offset %d fails its checksum", ErrCorrupt, f.off)
-	}
-	m := int64(binary.LittleEndian.Uint32(body[len(body)-4:]))
-	if m != (f.entries+restartEvery-1)/restartEvery || 4+4*m > int64(len(body)) {
-		return loaded{}, fmt.Errorf("%w: block at offset %d has %d restart points for %d entries", ErrCorrupt, f.off, m, f.entries)
-	}
-	b := loaded{f: f, entries: body[:int64(len(body))-4-4*m]}
-	b.restarts = body[len(b.entries) : int64(len(b.entries))+4*m]
-	for k := range b.nRestarts() {
-		if r := b.restart(k); k == 0 && r != 0 || k > 0 && r <= b.restart(k-1) || int(r) >= len(b.entries) {
-			return loaded{}, fmt.Errorf("%w: block at offset %d has restart points out of order", ErrCorrupt, f.off)
-		}
-	}
-	return b, nil
-}
-
 // block reads block i and yields its entries.
 func (sr *Reader) block(i int) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
