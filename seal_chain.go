@@ -10,7 +10,6 @@ import (
 
 	"github.com/revkv/revkv/chain"
 	"github.com/revkv/revkv/segment"
-	"github.com/revkv/revkv/wal"
 )
 
 // The chain over sealed history. Once a seal's segment holds a range of
@@ -26,41 +25,37 @@ type rehasher[V any] struct {
 	s    *state[V]
 	h    chain.Hasher
 	link chain.Rev
-	x    wal.Entry
 	// The annotations of revisions [lo, hi] (notesNear), while hi >= lo.
 	notes  []string
 	lo, hi int64
 }
 
-// next returns D(e.Rev) given prev = D(e.Rev-1), e being an entry of the
-// segment whose meta is m.
-func (rh *rehasher[V]) next(m *segMeta, prev chain.Digest, e *segment.Entry) chain.Digest {
-	zones := m.zones
-	z := zones[min(int(e.Zone), len(zones)-1)] // the segment reader checked the zone
-	rh.x = wal.Entry{Key: e.Key, Op: uint8(e.Op), Rev: e.Rev, Sec: e.Sec, Nsec: e.Nsec, Zone: z.name, Offset: z.offset,
-		HasTTL: e.HasTTL, Expires: e.Expires, Value: e.Value}
+// next returns D(e.Rev) given prev = D(e.Rev-1), e being an entry of a
+// segment. A link holds no zone: the entry's is not looked up.
+func (rh *rehasher[V]) next(prev chain.Digest, e *segment.Entry) chain.Digest {
 	if e.Rev < rh.lo || e.Rev > rh.hi {
 		rh.s.notes.mu.RLock()
 		rh.notes, rh.lo, rh.hi = rh.s.notes.notesNear(e.Rev)
 		rh.s.notes.mu.RUnlock()
 	}
-	linkOf(&rh.link, &rh.x, rh.notes)
+	rh.link = chain.Rev{Rev: e.Rev, Key: e.Key, Op: uint8(e.Op), Sec: e.Sec, Nsec: e.Nsec,
+		HasTTL: e.HasTTL, Expires: e.Expires, Value: e.Value, Notes: rh.notes}
 	return rh.h.Next(prev, &rh.link)
 }
 
-// checkHeld checks e, an entry of the segment ref whose meta is m,
+// checkHeld checks e, an entry of the segment ref,
 // against the digests the store holds for it and the one before, if it
 // holds both and e's key keeps it: it returns 1 if it checked it, else 0.
 // An entry a compaction hid may have both digests held for its kept
 // neighbours, and its annotations let go by a sweep: rehashed without
 // them, it would break a chain that is whole.
-func (rh *rehasher[V]) checkHeld(m *segMeta, ref segment.Ref, e *segment.Entry) (int64, error) {
+func (rh *rehasher[V]) checkHeld(ref segment.Ref, e *segment.Entry) (int64, error) {
 	prev, ok1 := rh.s.heldDigest(e.Rev - 1)
 	want, ok2 := rh.s.heldDigest(e.Rev)
 	switch {
 	case !ok1 || !ok2 || !kept(rh.s.lookup(e.Key), e.Rev):
 		return 0, nil
-	case rh.next(m, prev, e) != want:
+	case rh.next(prev, e) != want:
 		return 0, chainBreak(ref, e.Rev-1, e.Rev)
 	}
 	return 1, nil
@@ -147,7 +142,7 @@ func (s *state[V]) sealedDigests(revs []int64, below int64, fn func(r int64, d c
 					break
 				}
 			}
-			cur = digestMark{e.Rev, rh.next(meta, cur.d, &e)}
+			cur = digestMark{e.Rev, rh.next(cur.d, &e)}
 		}
 		if curOK && cur.rev == rev {
 			fn(rev, cur.d)
@@ -389,7 +384,7 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 				return n, corruptSegment(ref.Name(), err)
 			}
 			if e.Rev < from {
-				k, err := rh.checkHeld(meta, ref, &e)
+				k, err := rh.checkHeld(ref, &e)
 				if n += k; err != nil {
 					return n, err
 				}
@@ -413,7 +408,7 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 		if e.Rev < floor {
 			// Below the floor a sweep may have let go of annotations:
 			// only a kept entry, against the digests held for it.
-			k, err := rh.checkHeld(meta, ref, &e)
+			k, err := rh.checkHeld(ref, &e)
 			if n += k; err != nil {
 				return n, err
 			}
@@ -428,7 +423,7 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 			since = e.Rev - 1
 		}
 		if known {
-			d = rh.next(meta, d, &e)
+			d = rh.next(d, &e)
 			n++
 		}
 		next = e.Rev + 1
