@@ -8,7 +8,7 @@ import (
 
 // orderWindow is how many revisions Revisions gathers at a time: the
 // window's entries are held at once, so it bounds the walk's memory.
-var orderWindow int64 = 1 << 17 // a variable for the tests
+const orderWindow = 1 << 17
 
 // spanBytes bounds one read of Revisions: the blocks of a window that
 // follow one another in the file are read together, as one system call.
@@ -33,6 +33,11 @@ const valChunk = 64 << 10
 // however long the range. Damage (an entry its locator does not place in
 // that block, a locator naming a block without it) is ErrCorrupt.
 func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
+	return sr.revisions(lo, hi, orderWindow)
+}
+
+// revisions is Revisions with windows of window revisions.
+func (sr *Reader) revisions(lo, hi, window int64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		if err := sr.Load(); err != nil {
 			yield(Entry{}, err)
@@ -42,10 +47,10 @@ func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 		if lo > hi {
 			return
 		}
-		w := orderWalk{sr: sr, lo: lo, hi: hi, started: make([]bool, len(sr.fences))}
-		w.later = make([][]int32, (hi-lo)/orderWindow+1)
-		for from := lo; from <= hi; from += orderWindow {
-			to := min(from+orderWindow-1, hi)
+		w := orderWalk{sr: sr, lo: lo, hi: hi, window: window, started: make([]bool, len(sr.fences))}
+		w.later = make([][]int32, (hi-lo)/window+1)
+		for from := lo; from <= hi; from += window {
+			to := min(from+window-1, hi)
 			if err := w.gather(from, to); err != nil {
 				yield(Entry{}, err)
 				return
@@ -63,6 +68,7 @@ func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 type orderWalk struct {
 	sr      *Reader
 	lo, hi  int64
+	window  int64
 	started []bool    // by block: decoded whole in an earlier window
 	runs    []resume  // where each run goes on, and a whole one for each block started
 	later   [][]int32 // by window: the runs (of runs) with an entry in it
@@ -173,7 +179,7 @@ func (w *orderWalk) locate() error {
 	w.es = slices.Grow(w.es[:0], n)[:n]
 	w.filled = slices.Grow(w.filled[:0], n)[:n]
 	clear(w.filled)
-	wi := (from - w.lo) / orderWindow
+	wi := (from - w.lo) / w.window
 	w.work = append(w.work[:0], w.later[wi]...)
 	w.later[wi] = nil
 	tBlock, tFirst := -1, int64(0)
@@ -206,6 +212,9 @@ func (w *orderWalk) run(b loaded, ri int32) error {
 	whole := r.n < 0
 	c := w.sr.cursorAt(b, 0, w.k)
 	if !whole {
+		if int(r.off) > len(b.entries) { // the block read again is not the one decoded before
+			return fmt.Errorf("%w: block at offset %d changed between two reads", ErrCorrupt, b.f.off)
+		}
 		c.d.b = b.entries[r.off:]
 		c.n, c.j = int64(r.n), 0
 		c.k = append(c.k[:0], r.key...)
@@ -258,7 +267,7 @@ func (w *orderWalk) decode(c *cursor, b loaded, r *resume, ri int32) error {
 			}
 			w.es[rev-w.from], w.filled[rev-w.from] = e, true
 		default:
-			wi := (rev - w.lo) / orderWindow
+			wi := (rev - w.lo) / w.window
 			if !whole {
 				w.runs[ri] = before
 				w.later[wi] = append(w.later[wi], ri)

@@ -16,7 +16,6 @@ import (
 // a tenth of the revisions' entries dropped (as trims leave them), at
 // several block sizes, and against brute force.
 func TestRevisions(t *testing.T) {
-	defer func(w int64) { orderWindow = w }(orderWindow)
 	// Many windows, a few, one: a window ends inside a key's run of
 	// entries, at a restart point and between them, with blocks of one
 	// entry, of several and of many restart points.
@@ -29,7 +28,7 @@ func TestRevisions(t *testing.T) {
 	}
 	for i := range 24 {
 		bs := []int{1, 256, DefaultBlockSize}[i%3]
-		orderWindow = []int64{7, 100, 1000, 1 << 18}[i/3%4]
+		window := []int64{7, 100, 1000, 1 << 18}[i/3%4]
 		rng := rand.New(rand.NewPCG(uint64(i), 11))
 		const n = 5000
 		all := randomEntries(rng, n)
@@ -55,7 +54,7 @@ func TestRevisions(t *testing.T) {
 		slices.SortFunc(want, func(a, b Entry) int { return cmp.Compare(a.Rev, b.Rev) })
 		for _, rg := range [][2]int64{{1, n}, {0, n + 10}, {2000, 2000}, {4999, 5000}} {
 			var got []Entry
-			for e, err := range r.Revisions(rg[0], rg[1]) {
+			for e, err := range r.revisions(rg[0], rg[1], window) {
 				require.NoError(t, err)
 				got = append(got, e)
 			}
@@ -65,7 +64,7 @@ func TestRevisions(t *testing.T) {
 					w = append(w, e)
 				}
 			}
-			require.Equal(t, len(w), len(got), "block size %d, window %d, Revisions(%d, %d)", bs, orderWindow, rg[0], rg[1])
+			require.Equal(t, len(w), len(got), "block size %d, window %d, Revisions(%d, %d)", bs, window, rg[0], rg[1])
 			for i := range w {
 				same(t, w[i], got[i], fmt.Sprint("entry ", i))
 			}

@@ -287,6 +287,8 @@ func FuzzSegment(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	f.Add(build(f, randomEntries(rng, 20), 20, 128))
 	f.Add(build(f, nil, 1, 0))
+	many := []string{"k/01", "k/02", "k/03", "k/10", "k/11", "k/2", "l"}
+	f.Add(build(f, randomEntriesOf(rng, 60, many), 60, 256))
 	f.Fuzz(func(t *testing.T, file []byte) {
 		r, err := Open(bytes.NewReader(file), int64(len(file)))
 		if err != nil {
@@ -311,6 +313,11 @@ func FuzzSegment(f *testing.F) {
 		for _, err := range r.Revisions(0, math.MaxInt64) {
 			if err != nil && !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Revisions: %v is not ErrCorrupt", err)
+			}
+		}
+		for _, err := range r.revisions(0, math.MaxInt64, 3) { // runs resumed in many windows
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Revisions in windows of 3: %v is not ErrCorrupt", err)
 			}
 		}
 	})
