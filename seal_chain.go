@@ -153,12 +153,13 @@ func (s *state[V]) sealedDigests(revs []int64, below int64, fn func(r int64, d c
 	return nil
 }
 
-// heldWalk answers heldDigest for a walk through revisions [lo, hi]
-// (verifySegment) without taking the chain's lock for each: it copies the
-// chain's older digests in the range when it starts, and asks the chain
-// only at and above its base then. A digest copied stays right if the
-// chain lets it go meanwhile (a revision's digest never changes); one the
-// chain takes meanwhile is not seen, which checks less, never wrongly.
+// heldWalk answers heldDigest for a walk through a segment's revisions
+// (verifySegment) without taking the chain's lock for each: below the
+// chain's base it looks in heldOld, the chain's older digests copied once
+// for a whole VerifySealed, and it asks the chain only at and above the
+// base. A digest copied stays right if the chain lets it go meanwhile (a
+// revision's digest never changes); one the chain takes meanwhile is not
+// seen, which checks less, never wrongly.
 type heldWalk[V any] struct {
 	s    *state[V]
 	base int64
@@ -167,13 +168,26 @@ type heldWalk[V any] struct {
 	i    int // revs[:i] are below the last revision asked
 }
 
-func (s *state[V]) heldFrom(lo, hi int64) *heldWalk[V] {
-	h := &heldWalk[V]{s: s}
+// heldOld is the chain's older digests, in revision order, and its base.
+type heldOld struct {
+	base int64
+	revs []int64
+	ds   []chain.Digest
+}
+
+// heldOlder copies the chain's older digests (heldWalk).
+func (s *state[V]) heldOlder() heldOld {
 	s.disk.chainMu.Lock()
-	h.base = s.disk.chain.Base()
-	h.revs, h.ds = s.disk.chain.OldIn(lo, hi)
-	s.disk.chainMu.Unlock()
-	return h
+	defer s.disk.chainMu.Unlock()
+	revs, ds := s.disk.chain.OldDigests()
+	return heldOld{s.disk.chain.Base(), revs, ds}
+}
+
+// walkOf returns a heldWalk over revisions [lo, hi] of h.
+func walkOf[V any](s *state[V], h heldOld, lo, hi int64) *heldWalk[V] {
+	i, _ := slices.BinarySearch(h.revs, lo)
+	j, _ := slices.BinarySearch(h.revs, hi+1)
+	return &heldWalk[V]{s: s, base: h.base, revs: h.revs[i:j], ds: h.ds[i:j]}
 }
 
 // at is heldDigest(r); it is quickest where r does not go down from one
@@ -286,6 +300,7 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 		n   int64
 		err error
 	}
+	old := s.heldOlder() // once: it walks every older digest under the chain's lock
 	results := make([]chan result, len(t.segs))
 	for i := range results {
 		results[i] = make(chan result, 1)
@@ -298,7 +313,7 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 	for range min(runtime.GOMAXPROCS(0), len(t.segs)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(t.segs) && !stop.Load(); i = int(next.Add(1) - 1) {
-				k, err := s.verifySettled(t, i)
+				k, err := s.verifySettled(t, i, old)
 				results[i] <- result{k, err}
 			}
 		})
@@ -366,13 +381,13 @@ func (s *state[V]) verifyKept(t *sealed[V]) error {
 }
 
 // verifySegment re-hashes the tier's i-th segment (VerifySealed).
-func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
+func (s *state[V]) verifySegment(t *sealed[V], i int, old heldOld) (int64, error) {
 	ref, seg := t.refs[i], t.segs[i]
 	meta, err := t.meta(i)
 	if err != nil {
 		return 0, err
 	}
-	held := s.heldFrom(ref.First-1, ref.Last).at
+	held := walkOf(s, old, ref.First-1, ref.Last).at
 	rh := rehasher[V]{s: s}
 	var n int64
 	from := seg.Footer().TimesFrom
@@ -450,10 +465,10 @@ func (s *state[V]) verifySegment(t *sealed[V], i int) (int64, error) {
 // verifySettled is verifySegment, run again where it found a break while
 // a compaction's sweep let annotations go: it rehashed from the floor it
 // read before, across revisions whose annotations are gone since.
-func (s *state[V]) verifySettled(t *sealed[V], i int) (int64, error) {
+func (s *state[V]) verifySettled(t *sealed[V], i int, old heldOld) (int64, error) {
 	for {
 		gone := s.notes.gone.Load()
-		n, err := s.verifySegment(t, i)
+		n, err := s.verifySegment(t, i, old)
 		if err == nil || s.notes.gone.Load() == gone {
 			return n, err
 		}

@@ -124,17 +124,13 @@ func (s *Seq) KeepOld(kept func(r int64) bool) {
 	maps.DeleteFunc(s.old, func(r int64, _ Digest) bool { return !kept(r) })
 }
 
-// OldIn returns the older digests of revisions [lo, hi], in revision
-// order.
-func (s *Seq) OldIn(lo, hi int64) (revs []int64, ds []Digest) {
-	for r := range s.old {
-		if r >= lo && r <= hi {
-			revs = append(revs, r)
-		}
-	}
-	slices.Sort(revs)
-	for _, r := range revs {
-		ds = append(ds, s.old[r])
+// OldDigests returns the older digests with their revisions, in
+// revision order.
+func (s *Seq) OldDigests() (revs []int64, ds []Digest) {
+	revs = s.Old()
+	ds = make([]Digest, len(revs))
+	for i, r := range revs {
+		ds[i] = s.old[r]
 	}
 	return revs, ds
 }

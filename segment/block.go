@@ -43,7 +43,7 @@ func (sr *Reader) readSpan(i, j int, buf []byte) ([]byte, error) {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
-	sr.reads.Add(1)
+	sr.reads.Add(int64(j - i + 1))
 	if _, err := sr.r.ReadAt(buf, off); err != nil {
 		return nil, fmt.Errorf("read segment blocks at offset %d: %w", off, err)
 	}

@@ -22,16 +22,19 @@ const valChunk = 64 << 10
 // order, from TimesFrom on (the revisions below it have no locator: a
 // caller finds their few entries with All).
 //
-// It works a window of revisions at a time, and decodes each entry once
-// however many windows there are. A block is sorted by key, and a key's
-// entries in it are a run of rising revisions (cut at each restart
+// It works a window of revisions at a time, and decodes each entry about
+// once however many windows there are. A block is sorted by key, and a
+// key's entries in it are a run of rising revisions (cut at each restart
 // point), so a window takes from each run the entries up to its end and
-// leaves a place to resume the run (orderWalk.resume) with the window
-// its next entry falls in. A block is decoded whole in the first window
-// whose locators name it; later windows decode from their resume points
-// only. Memory is bounded by the window and one resume point a run,
-// however long the range. Damage (an entry its locator does not place in
-// that block, a locator naming a block without it) is ErrCorrupt.
+// leaves a place to resume the run (orderWalk.resume) in the list of the
+// window its next entry falls in. A block is decoded whole in the first
+// window whose locators name it; later windows decode from their resume
+// points only. So that memory stays bounded by the window whatever the
+// keys (a segment of keys written once each has a run an entry), the walk
+// holds at most maxPending resume points: a block first named past that
+// is decoded whole again in each window that names it, keeping no place.
+// Damage (an entry its locator does not place in that block, a locator
+// naming a block without it) is ErrCorrupt.
 func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 	return sr.revisions(lo, hi, orderWindow)
 }
@@ -47,11 +50,10 @@ func (sr *Reader) revisions(lo, hi, window int64) iter.Seq2[Entry, error] {
 		if lo > hi {
 			return
 		}
-		w := orderWalk{sr: sr, lo: lo, hi: hi, window: window, started: make([]bool, len(sr.fences))}
-		w.later = make([][]int32, (hi-lo)/window+1)
-		for from := lo; from <= hi; from += window {
-			to := min(from+window-1, hi)
-			if err := w.gather(from, to); err != nil {
+		w := sr.walk(lo, hi, window)
+		for {
+			more, err := w.step()
+			if err != nil {
 				yield(Entry{}, err)
 				return
 			}
@@ -60,18 +62,47 @@ func (sr *Reader) revisions(lo, hi, window int64) iter.Seq2[Entry, error] {
 					return
 				}
 			}
+			if !more {
+				return
+			}
 		}
 	}
 }
 
+// walk starts a walk of revisions [lo, hi] of the loaded segment, lo <= hi.
+func (sr *Reader) walk(lo, hi, window int64) *orderWalk {
+	w := &orderWalk{sr: sr, lo: lo, hi: hi, window: window, maxPending: 2*int(window) + 256, next: lo}
+	w.blocks = make([]blockWalk, len(sr.fences))
+	w.later = make([][]int32, (hi-lo)/window+1)
+	return w
+}
+
+// step gathers the next window: false once it was the last.
+func (w *orderWalk) step() (more bool, err error) {
+	from, to := w.next, w.hi // to is from+window-1, where that does not pass hi (nor overflow)
+	if w.hi-from >= w.window {
+		to = from + w.window - 1
+	}
+	w.next = to + 1
+	return to < w.hi, w.gather(from, to)
+}
+
 // orderWalk is one walk of Revisions over [lo, hi].
 type orderWalk struct {
-	sr      *Reader
-	lo, hi  int64
-	window  int64
-	started []bool    // by block: decoded whole in an earlier window
-	runs    []resume  // where each run goes on, and a whole one for each block started
-	later   [][]int32 // by window: the runs (of runs) with an entry in it
+	sr     *Reader
+	lo, hi int64
+	window int64
+	next   int64       // the first revision of the next window
+	blocks []blockWalk // by block
+	// runs holds the resume points, and a work item for each block a
+	// window decodes whole; free lists the slots no longer used.
+	runs []resume
+	free []int32
+	// later lists, by window, the runs with an entry in it; pending is
+	// how many it holds, at most about maxPending.
+	later      [][]int32
+	pending    int
+	maxPending int
 	// The window being gathered.
 	from, to int64
 	locs     []int32 // of revision from+i; < 0: no entry
@@ -81,20 +112,59 @@ type orderWalk struct {
 	spare    []int32 // byBlock's other array
 	counts   []int32 // byBlock's, by block
 	vals     []byte  // the window's values, copied out of their blocks, in chunks
-	buf      []byte  // a block's bytes, read again for each block
+	buf      []byte  // the blocks' bytes, read again for each span
 	k        []byte  // the cursor's key
+}
+
+// blockWalk is what the walk knows of a block.
+type blockWalk struct {
+	started bool  // a window decoded it whole
+	untrack bool  // it keeps no resume points: each window that names it decodes it whole
+	named   int64 // for an untracked block, 1 + the last window that took it
 }
 
 // resume is where a run of a block's entries goes on: the offset of its
 // next entry, and what decoding that entry needs from the one before it
-// (its key, revision, time and zone). An n of -1 is a block decoded whole.
-// A run's resume is changed in place each time it goes on: the walk
-// holds one for each run, and a window's lists hold their indexes.
+// (its key, revision, time and zone). A run's resume is changed in place
+// each time it goes on. An n of wholeFirst or wholeAgain is a work item:
+// decode the block whole, the first time (keeping resume points, unless
+// the block is untracked) or again.
 type resume struct {
 	blk, n, off int32
 	zone        uint32
 	rev, sec    int64 // the entry before's
 	key         string
+}
+
+const (
+	wholeFirst = -1
+	wholeAgain = -2
+)
+
+// slot returns a free index of runs for r.
+func (w *orderWalk) slot(r resume) int32 {
+	if n := len(w.free); n > 0 {
+		i := w.free[n-1]
+		w.free = w.free[:n-1]
+		w.runs[i] = r
+		return i
+	}
+	w.runs = append(w.runs, r)
+	return int32(len(w.runs) - 1)
+}
+
+// release frees slot i: its run is done, or its block decoded.
+func (w *orderWalk) release(i int32) {
+	w.runs[i].key = "" // let the key go
+	w.free = append(w.free, i)
+}
+
+// postpone leaves run i, which goes on at revision rev, in the list of
+// rev's window.
+func (w *orderWalk) postpone(i int32, rev int64) {
+	wi := (rev - w.lo) / w.window
+	w.later[wi] = append(w.later[wi], i)
+	w.pending++
 }
 
 // gather fills w with revisions [from, to]'s entries: it reads their
@@ -169,8 +239,9 @@ func (w *orderWalk) byBlock() {
 }
 
 // locate reads the locators of the window's revisions into w.locs, and
-// sets w.work to the window's resume points and, once each, the blocks
-// they name that no window before did.
+// sets w.work to the window's resume points and a work item for each
+// block they name that no window before did, or that keeps no resume
+// points.
 func (w *orderWalk) locate() error {
 	sr, from, to := w.sr, w.from, w.to
 	n := int(to - from + 1)
@@ -181,6 +252,7 @@ func (w *orderWalk) locate() error {
 	clear(w.filled)
 	wi := (from - w.lo) / w.window
 	w.work = append(w.work[:0], w.later[wi]...)
+	w.pending -= len(w.later[wi])
 	w.later[wi] = nil
 	tBlock, tFirst := -1, int64(0)
 	var locs []int32
@@ -194,24 +266,29 @@ func (w *orderWalk) locate() error {
 		}
 		b := locs[r-tFirst]
 		w.locs[r-from] = b
-		if b >= 0 && !w.started[b] { // times checked it is a block of the segment
-			w.started[b] = true
-			w.work = append(w.work, int32(len(w.runs)))
-			w.runs = append(w.runs, resume{blk: b, n: -1})
+		if b < 0 {
+			continue
+		}
+		switch bw := &w.blocks[b]; { // times checked it is a block of the segment
+		case !bw.started:
+			bw.started, bw.named = true, wi+1
+			w.work = append(w.work, w.slot(resume{blk: b, n: wholeFirst}))
+		case bw.untrack && bw.named != wi+1:
+			bw.named = wi + 1
+			w.work = append(w.work, w.slot(resume{blk: b, n: wholeAgain}))
 		}
 	}
 	return nil
 }
 
-// run decodes from r in block b: the whole block for a new one, else one
-// run of a key's entries, up to the end of the window. It places the
-// window's entries, and leaves a resume point in the window of the first
-// one past it.
+// run decodes from run ri in block b: the whole block for a work item,
+// else one run of a key's entries, up to the end of the window. It places
+// the window's entries, and leaves a resume point in the window of the
+// first one past it.
 func (w *orderWalk) run(b loaded, ri int32) error {
-	r := w.runs[ri] // a copy: decode appends to runs
-	whole := r.n < 0
+	r := w.runs[ri] // a copy: decode takes slots of runs
 	c := w.sr.cursorAt(b, 0, w.k)
-	if !whole {
+	if r.n >= 0 {
 		if int(r.off) > len(b.entries) { // the block read again is not the one decoded before
 			return fmt.Errorf("%w: block at offset %d changed between two reads", ErrCorrupt, b.f.off)
 		}
@@ -220,24 +297,34 @@ func (w *orderWalk) run(b loaded, ri int32) error {
 		c.k = append(c.k[:0], r.key...)
 		c.e = Entry{Rev: r.rev, Sec: r.sec, Zone: r.zone}
 	}
-	err := w.decode(&c, b, &r, ri)
+	kept, err := w.decode(&c, b, &r, ri)
 	w.k = c.k
+	if !kept {
+		w.release(ri)
+	}
 	return err
 }
 
-// decode is run's loop over c's entries.
-func (w *orderWalk) decode(c *cursor, b loaded, r *resume, ri int32) error {
+// decode is run's loop over c's entries. kept says ri holds the run's
+// place in a later window.
+func (w *orderWalk) decode(c *cursor, b loaded, r *resume, ri int32) (kept bool, err error) {
 	whole := r.n < 0
+	track := false
+	if r.n == wholeFirst { // past maxPending, the block keeps no resume points
+		bw := &w.blocks[r.blk]
+		bw.untrack = w.pending >= w.maxPending
+		track = !bw.untrack
+	}
 	key, placing := r.key, true
 	for first := true; ; first = false {
 		// A run ends where the next entry starts a key (every restart
 		// point does): that run has its own resume point.
 		if !whole && !first && (c.d.rest() == 0 || c.d.b[0]&flagNewKey != 0) {
-			return nil
+			return false, nil
 		}
 		before := resume{blk: r.blk, n: int32(c.n), off: int32(len(b.entries) - c.d.rest()), zone: c.e.Zone, rev: c.e.Rev, sec: c.e.Sec, key: key}
 		if !c.next() {
-			return c.err
+			return false, c.err
 		}
 		if c.newKey {
 			key, placing = string(c.k), true
@@ -249,11 +336,12 @@ func (w *orderWalk) decode(c *cursor, b loaded, r *resume, ri int32) error {
 		case rev < w.lo:
 		case rev > w.hi:
 			placing = false
-		case rev < w.from:
-			return fmt.Errorf("%w: revision %d is in block %d, not in the block its locator names", ErrCorrupt, rev, r.blk)
+		case rev < w.from && r.n != wholeAgain:
+			return false, fmt.Errorf("%w: revision %d is in block %d, not in the block its locator names", ErrCorrupt, rev, r.blk)
+		case rev > w.to && r.n == wholeAgain, rev < w.from:
 		case rev <= w.to:
 			if w.locs[rev-w.from] != r.blk || w.filled[rev-w.from] {
-				return fmt.Errorf("%w: revision %d is in block %d, its locator names block %d", ErrCorrupt, rev, r.blk, w.locs[rev-w.from])
+				return false, fmt.Errorf("%w: revision %d is in block %d, its locator names block %d", ErrCorrupt, rev, r.blk, w.locs[rev-w.from])
 			}
 			e := c.e
 			e.Key = key
@@ -266,15 +354,14 @@ func (w *orderWalk) decode(c *cursor, b loaded, r *resume, ri int32) error {
 				e.Value = w.vals[at:len(w.vals):len(w.vals)]
 			}
 			w.es[rev-w.from], w.filled[rev-w.from] = e, true
-		default:
-			wi := (rev - w.lo) / w.window
-			if !whole {
-				w.runs[ri] = before
-				w.later[wi] = append(w.later[wi], ri)
-				return nil
+		case !whole:
+			w.runs[ri] = before
+			w.postpone(ri, rev)
+			return true, nil
+		default: // past the window, the block decoded whole
+			if track {
+				w.postpone(w.slot(before), rev)
 			}
-			w.later[wi] = append(w.later[wi], int32(len(w.runs)))
-			w.runs = append(w.runs, before)
 			placing = false
 		}
 	}
