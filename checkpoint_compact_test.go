@@ -257,13 +257,7 @@ func duringCompactions(s *Store[string], n, round int, read func()) {
 // may let go meanwhile. Every digest it answers, while compactions run
 // beside it, must be the one it answered before them.
 func TestDigestAtDuringCompact(t *testing.T) {
-	rounds := 20
-	if testing.Short() {
-		rounds = 5
-	}
-	const n = 400
-	for round := range rounds {
-		s := annotatedSealed(t, n)
+	compactionRounds(t, 20, 5, func(s *Store[string], n, round int) {
 		want := make([][32]byte, n+1)
 		for r := range want {
 			var err error
@@ -277,8 +271,7 @@ func TestDigestAtDuringCompact(t *testing.T) {
 			}
 			r = (r + 37) % n
 		})
-		require.NoError(t, s.Close())
-	}
+	})
 }
 
 // TestTrimmerSeesHiddenSealed: the trimmer asks of each key it samples
@@ -314,17 +307,24 @@ func TestTrimmerSeesHiddenSealed(t *testing.T) {
 // floor it read; a compaction's sweep may let annotations go under it
 // meanwhile. It must report no break in a store that has none.
 func TestVerifySealedDuringCompact(t *testing.T) {
-	rounds := 10
-	if testing.Short() {
-		rounds = 3
-	}
-	const n = 400
-	for round := range rounds {
-		s := annotatedSealed(t, n)
+	compactionRounds(t, 10, 3, func(s *Store[string], n, round int) {
 		duringCompactions(s, n, round, func() {
 			_, err := s.VerifySealed(nil)
 			require.NoError(t, err, "VerifySealed during compactions, round %d", round)
 		})
+	})
+}
+
+// compactionRounds runs check in rounds (short of them under -short),
+// each on a new annotatedSealed store of 400 revisions, which it closes.
+func compactionRounds(t *testing.T, rounds, short int, check func(s *Store[string], n, round int)) {
+	if testing.Short() {
+		rounds = short
+	}
+	const n = 400
+	for round := range rounds {
+		s := annotatedSealed(t, n)
+		check(s, n, round)
 		require.NoError(t, s.Close())
 	}
 }

@@ -22,14 +22,14 @@ const valChunk = 64 << 10
 // order, from TimesFrom on (the revisions below it have no locator: a
 // caller finds their few entries with All).
 //
-// It works a window of revisions at a time, and decodes each entry about
-// once however many windows there are. A block is sorted by key, and a
+// It works a window of revisions at a time, and decodes each entry at
+// most twice however many windows there are. A block is sorted by key, and a
 // key's entries in it are a run of rising revisions (cut at each restart
 // point), so a window takes from each run the entries up to its end and
 // leaves a place to resume the run (orderWalk.resume) in the list of the
 // window its next entry falls in. A block is decoded whole in the first
-// window whose locators name it; later windows decode from their resume
-// points only. So that memory stays bounded by the window whatever the
+// window whose locators name it (the entries past that window, once for
+// nothing); later windows decode from their resume points only. So that memory stays bounded by the window whatever the
 // keys (a segment of keys written once each has a run an entry), the walk
 // holds at most maxPending resume points: a block first named past that
 // is decoded whole again in each window that names it, keeping no place.
