@@ -124,6 +124,7 @@ type disk[V any] struct {
 	// says, guarded by ckptMu.
 	tier     atomic.Pointer[sealed[V]]
 	manifest segment.Manifest
+	ixCache  *segment.Cache // bounds the segments' loaded indexes together (options.indexBudget)
 }
 
 // Open returns a store whose state lives in dir (created if missing) and
@@ -171,7 +172,7 @@ func Open[V any](dir string, codec Codec[V], opts ...Option) (*Store[V], error) 
 		}
 	}()
 	st := newState[V](o)
-	d := &disk[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1), mode: o.sync}
+	d := &disk[V]{fs: o.fs, dir: dir, codec: codec, lock: lock, newKeys: map[string]*keyLog[V]{}, ckpt: make(chan struct{}, 1), mode: o.sync, ixCache: segment.NewCache(o.indexBudget())}
 	st.disk, st.dur = d, replay[V]{d}
 	err = d.openTier(o.readOnly)
 	var tail wal.Tail

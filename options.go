@@ -132,15 +132,34 @@ const DefaultMemory = 256 << 20
 // reads open as they need it, and keeps only each key's newest entry in
 // memory and in the snapshot. Close seals what was logged since, so that
 // the next Open reads each key's newest entry and the segments' footers
-// and replays nothing. Every answer is the same with any bound (contract
-// §12). bytes < 0 means no bound: nothing is sealed, and every retained
-// revision stays in memory and in each snapshot.
+// and replays nothing. The segments' indexes a store keeps loaded for
+// point reads are bounded too, by a quarter of bytes (indexBudget).
+// Every answer is the same with any bound (contract §12). bytes < 0
+// means no bound: nothing is sealed, every retained revision stays in
+// memory and in each snapshot, and the indexes of a directory sealed
+// before stay once read.
 //
 // A store does not seal under WithMaxHistory or WithRetention, whose caps
 // bound memory already, nor WithReadOnly. A directory that was sealed is
 // read whole by every Open, whatever this option says. New ignores it.
 func WithMemory(bytes int64) Option {
 	return func(o *options) { o.memory = bytes }
+}
+
+// indexBudget is the bound on the sealed segments' indexes a store keeps
+// loaded together: a quarter of WithMemory's bound (none without one).
+// The index of a segment is what its point reads need beside the block
+// that answers (about a third of a byte a revision); past the bound, the
+// segments asked least lately let theirs go and read it again when
+// next asked. Streams through sealed history (Changes, Watch from an old
+// revision, Export, verify) read each segment's index for themselves and
+// keep none, so they neither grow memory nor push out what point reads
+// use.
+func (o *options) indexBudget() int64 {
+	if o.memory < 0 {
+		return -1
+	}
+	return o.memory / 4
 }
 
 // seals reports whether a store on a directory with these options seals

@@ -176,7 +176,7 @@ func (d *disk[V]) openTier(readOnly bool) error {
 		return corruptSegment(segment.ManifestName, err)
 	}
 	if ok {
-		t, err := openSealed[V](d.fs, d.dir, m)
+		t, err := openSealed[V](d.fs, d.dir, m, d.ixCache)
 		if err != nil {
 			return err
 		}
@@ -253,7 +253,7 @@ func (s *state[V]) seal(h int64) error {
 	if err := segment.WriteManifest(d.fs, d.dir, &m); err != nil {
 		return err
 	}
-	t, err := d.tier.Load().with(d.fs, d.dir, ref)
+	t, err := d.tier.Load().with(d.fs, d.dir, ref, d.ixCache)
 	if err != nil {
 		return err
 	}

@@ -92,9 +92,15 @@ func TestSealedAgrees(t *testing.T) {
 			}
 			man := segment.Manifest{Gen: 1, Segments: refs}
 			require.NoError(t, segment.WriteManifest(m, "/db", &man))
-			tier, err := openSealed[string](m, "/db", man)
+			tier, err := openSealed[string](m, "/db", man, segment.NewCache(-1))
 			require.NoError(t, err)
 			defer tier.close()
+			// A cache too small for any index: it keeps only the one last
+			// loaded, and a point read in the other segment loads its index
+			// again.
+			tiny, err := openSealed[string](m, "/db", man, segment.NewCache(0))
+			require.NoError(t, err)
+			defer tiny.close()
 
 			for _, ref := range refs {
 				d, err := s.DigestAt(Revision(ref.Last))
@@ -132,6 +138,16 @@ func TestSealedAgrees(t *testing.T) {
 						sameEntry(t, want, e, fmt.Sprintf("sealedAt(%q, %d)", k, r))
 						if tier.covering(int64(e.Rev)) == tier.covering(r) {
 							require.Equal(t, int64(1), m.Reads()-reads, "sealedAt(%q, %d) in the segment covering it reads one block", k, r)
+						}
+					}
+					reads = m.Reads()
+					e2, ok2, err := s.sealedAt(tiny, k, r)
+					require.NoError(t, err)
+					require.Equal(t, ok, ok2)
+					if ok {
+						sameEntry(t, e, e2, fmt.Sprintf("sealedAt(%q, %d) with the index let go", k, r))
+						if tier.covering(int64(e.Rev)) == tier.covering(r) {
+							require.LessOrEqual(t, m.Reads()-reads, int64(2), "sealedAt(%q, %d) reads at most the index and one block", k, r)
 						}
 					}
 				}
@@ -178,7 +194,7 @@ func TestSealedDamage(t *testing.T) {
 	name := filepath.Join("/db", ref.Name())
 	good := m.Bytes(name)
 	readAll := func() error {
-		tier, err := openSealed[string](m, "/db", man)
+		tier, err := openSealed[string](m, "/db", man, segment.NewCache(0))
 		if err != nil {
 			return err
 		}

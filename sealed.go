@@ -17,9 +17,10 @@ import (
 )
 
 // sealed is the sealed tier: the segments a manifest lists, open for
-// reading, oldest first. It holds each segment's footer, and its index
-// and meta (zone table, digest marks) from the first read that needs
-// them; nothing per entry. Safe for concurrent use: it never changes once
+// reading, oldest first. It holds each segment's footer and decoded meta
+// (zone table, digest marks) from the first read that needs it, and its
+// index while the store's cache keeps it (options.indexBudget); nothing
+// per entry. Safe for concurrent use: it never changes once
 // opened.
 //
 // Invariant: segs[i] covers revisions [refs[i].First, refs[i].Last], the
@@ -31,14 +32,15 @@ type sealed[V any] struct {
 	refs  []segment.Ref
 	segs  []*segment.Reader
 	files []vfs.ReaderAt
-	metas []*lazyMeta // shared by the tiers made from this one (with)
+	metas []*lazyMeta    // shared by the tiers made from this one (with)
+	cache *segment.Cache // bounds the segments' loaded indexes; shared likewise
 }
 
-// openSealed opens the segments of dir's manifest m. A segment that is
-// missing, damaged or disagrees with the manifest is ErrCorrupt, naming the
-// file.
-func openSealed[V any](fsys vfs.FS, dir string, m segment.Manifest) (*sealed[V], error) {
-	t := &sealed[V]{refs: m.Segments}
+// openSealed opens the segments of dir's manifest m, their indexes
+// bounded by cache. A segment that is missing, damaged or disagrees with
+// the manifest is ErrCorrupt, naming the file.
+func openSealed[V any](fsys vfs.FS, dir string, m segment.Manifest, cache *segment.Cache) (*sealed[V], error) {
+	t := &sealed[V]{refs: m.Segments, cache: cache}
 	for i, ref := range m.Segments {
 		name := ref.Name()
 		f, err := fsys.OpenReaderAt(filepath.Join(dir, name))
@@ -50,7 +52,7 @@ func openSealed[V any](fsys vfs.FS, dir string, m segment.Manifest) (*sealed[V],
 		// The footer only: the index and meta wait for the first read
 		// that needs them, so that Open reads a few hundred bytes of
 		// each segment, however many there are (contract §12.3).
-		r, err := segment.OpenFooter(f, f.Size())
+		r, err := cache.Open(f, f.Size())
 		if err == nil {
 			err = agrees(r, ref, f.Size())
 		}
@@ -91,14 +93,14 @@ func (t *sealed[V]) meta(i int) (*segMeta, error) {
 }
 
 // with returns a tier holding t's segments (t may be nil) and the new one
-// ref names, opened from dir; t's files are shared, not reopened.
-func (t *sealed[V]) with(fsys vfs.FS, dir string, ref segment.Ref) (*sealed[V], error) {
-	n := &sealed[V]{}
+// ref names, opened from dir in cache; t's files are shared, not reopened.
+func (t *sealed[V]) with(fsys vfs.FS, dir string, ref segment.Ref, cache *segment.Cache) (*sealed[V], error) {
+	n := &sealed[V]{cache: cache}
 	if t != nil {
 		n.refs, n.segs = slices.Clone(t.refs), slices.Clone(t.segs)
 		n.files, n.metas = slices.Clone(t.files), slices.Clone(t.metas)
 	}
-	one, err := openSealed[V](fsys, dir, segment.Manifest{Segments: []segment.Ref{ref}})
+	one, err := openSealed[V](fsys, dir, segment.Manifest{Segments: []segment.Ref{ref}}, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +115,10 @@ func (t *sealed[V]) with(fsys vfs.FS, dir string, ref segment.Ref) (*sealed[V], 
 
 // replacing returns a tier holding t's segments but with [i, j] replaced
 // by the one ref names (their merge), opened from dir; the others' files
-// are shared, not reopened.
+// are shared, not reopened. The cache lets go of the replaced segments'
+// indexes.
 func (t *sealed[V]) replacing(fsys vfs.FS, dir string, i, j int, ref segment.Ref) (*sealed[V], error) {
-	one, err := openSealed[V](fsys, dir, segment.Manifest{Segments: []segment.Ref{ref}})
+	one, err := openSealed[V](fsys, dir, segment.Manifest{Segments: []segment.Ref{ref}}, t.cache)
 	if err != nil {
 		return nil, err
 	}
@@ -124,10 +127,16 @@ func (t *sealed[V]) replacing(fsys vfs.FS, dir string, i, j int, ref segment.Ref
 		segs:  slices.Concat(t.segs[:i], one.segs, t.segs[j+1:]),
 		files: slices.Concat(t.files[:i], one.files, t.files[j+1:]),
 		metas: slices.Concat(t.metas[:i], one.metas, t.metas[j+1:]),
+		cache: t.cache,
 	}
 	if i > 0 && n.refs[i-1].Last == ref.First-1 && one.segs[0].Footer().Prev != n.refs[i-1].Digest {
 		one.close()
 		return nil, corruptSegment(ref.Name(), fmt.Errorf("%w: its chain does not follow the segment before it", segment.ErrCorrupt))
+	}
+	// A question on the tier before may still read them: it reads their
+	// index again if it needs it.
+	for _, r := range t.segs[i : j+1] {
+		t.cache.Forget(r)
 	}
 	return n, nil
 }

@@ -21,8 +21,8 @@ func (b *loaded) restart(k int) uint32 { return binary.LittleEndian.Uint32(b.res
 
 // load reads block i into buf (nil: a new buffer) and checks its
 // checksum and restart points.
-func (sr *Reader) load(i int, buf []byte) (loaded, error) {
-	f := sr.fences[i]
+func (sr rd) load(i int, buf []byte) (loaded, error) {
+	f := sr.fence(i)
 	if int64(cap(buf)) < f.len {
 		buf = make([]byte, f.len)
 	}
@@ -36,9 +36,9 @@ func (sr *Reader) load(i int, buf []byte) (loaded, error) {
 
 // readSpan reads blocks i to j, which follow one another in the file, in
 // one read into buf (nil: a new buffer); check then checks each.
-func (sr *Reader) readSpan(i, j int, buf []byte) ([]byte, error) {
-	off := sr.fences[i].off
-	n := sr.fences[j].off + sr.fences[j].len - off
+func (sr rd) readSpan(i, j int, buf []byte) ([]byte, error) {
+	off := sr.offs[i]
+	n := sr.offs[j+1] - off
 	if int64(cap(buf)) < n {
 		buf = make([]byte, n)
 	}
@@ -52,8 +52,8 @@ func (sr *Reader) readSpan(i, j int, buf []byte) ([]byte, error) {
 
 // check checks block i's bytes, buf, against its checksum and restart
 // points.
-func (sr *Reader) check(i int, buf []byte) (loaded, error) {
-	f := sr.fences[i]
+func (sr rd) check(i int, buf []byte) (loaded, error) {
+	f := sr.fence(i)
 	body := buf[:len(buf)-4]
 	if checksum(body) != binary.LittleEndian.Uint32(buf[len(body):]) {
 		return loaded{}, fmt.Errorf("%w: block at offset %d fails its checksum", ErrCorrupt, f.off)

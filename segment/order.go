@@ -42,7 +42,8 @@ func (sr *Reader) Revisions(lo, hi int64) iter.Seq2[Entry, error] {
 // revisions is Revisions with windows of window revisions.
 func (sr *Reader) revisions(lo, hi, window int64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		if err := sr.Load(); err != nil {
+		sr, err := sr.scan()
+		if err != nil {
 			yield(Entry{}, err)
 			return
 		}
@@ -70,9 +71,9 @@ func (sr *Reader) revisions(lo, hi, window int64) iter.Seq2[Entry, error] {
 }
 
 // walk starts a walk of revisions [lo, hi] of the loaded segment, lo <= hi.
-func (sr *Reader) walk(lo, hi, window int64) *orderWalk {
+func (sr rd) walk(lo, hi, window int64) *orderWalk {
 	w := &orderWalk{sr: sr, lo: lo, hi: hi, window: window, maxPending: 2*int(window) + 256, next: lo}
-	w.blocks = make([]blockWalk, len(sr.fences))
+	w.blocks = make([]blockWalk, sr.blocks())
 	w.later = make([][]int32, (hi-lo)/window+1)
 	return w
 }
@@ -89,7 +90,7 @@ func (w *orderWalk) step() (more bool, err error) {
 
 // orderWalk is one walk of Revisions over [lo, hi].
 type orderWalk struct {
-	sr     *Reader
+	sr     rd
 	lo, hi int64
 	window int64
 	next   int64       // the first revision of the next window
@@ -176,13 +177,13 @@ func (w *orderWalk) gather(from, to int64) error {
 	}
 	w.byBlock()
 	w.vals = nil // the entries of the window before keep theirs
-	fences := w.sr.fences
+	offs := w.sr.offs
 	for i := 0; i < len(w.work); {
 		// One read for the blocks of a span that follow one another.
 		lo, hi := w.runs[w.work[i]].blk, w.runs[w.work[i]].blk
 		for j := i; j < len(w.work); j++ {
 			if b := w.runs[w.work[j]].blk; b > hi {
-				if b > hi+1 || fences[b].off+fences[b].len-fences[lo].off > spanBytes {
+				if b > hi+1 || offs[b+1]-offs[lo] > spanBytes {
 					break
 				}
 				hi = b
@@ -195,8 +196,7 @@ func (w *orderWalk) gather(from, to int64) error {
 		w.buf = span
 		for i < len(w.work) && w.runs[w.work[i]].blk <= hi {
 			bi := w.runs[w.work[i]].blk
-			f := fences[bi]
-			b, err := w.sr.check(int(bi), span[f.off-fences[lo].off:][:f.len])
+			b, err := w.sr.check(int(bi), span[offs[bi]-offs[lo]:offs[bi+1]-offs[lo]])
 			if err != nil {
 				return err
 			}
@@ -220,7 +220,7 @@ func (w *orderWalk) gather(from, to int64) error {
 // within a block does not matter (each run is decoded on its own).
 func (w *orderWalk) byBlock() {
 	if w.counts == nil {
-		w.counts = make([]int32, len(w.sr.fences)+1)
+		w.counts = make([]int32, w.sr.blocks()+1)
 	}
 	clear(w.counts)
 	for _, r := range w.work {

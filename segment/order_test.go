@@ -200,8 +200,7 @@ func TestRevisionsHoldsFewRuns(t *testing.T) {
 	}
 	kept := slices.Clone(es)
 	slices.SortFunc(kept, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
-	r := orderSegment(t, es, kept, n, DefaultBlockSize, 1)
-	require.NoError(t, r.Load())
+	r := mustIndex(t, orderSegment(t, es, kept, n, DefaultBlockSize, 1))
 	w := r.walk(1, n, window)
 	next := int64(1)
 	for more := true; more; {
@@ -217,7 +216,7 @@ func TestRevisionsHoldsFewRuns(t *testing.T) {
 		}
 		// About twice the window, however many keys: not one a run.
 		require.LessOrEqual(t, w.pending, 3*window, "resume points held")
-		require.LessOrEqual(t, len(w.runs), 3*window+len(r.fences), "slots of runs")
+		require.LessOrEqual(t, len(w.runs), 3*window+r.blocks(), "slots of runs")
 	}
 	require.Equal(t, int64(n+1), next)
 }

@@ -13,9 +13,14 @@ import (
 )
 
 // Reader reads a segment. It holds the footer, and once a question needs
-// them (or Open asked for them) the index and the meta bytes; blocks are
-// read from the file when a question needs them, and checked against
-// their checksum and fence every time. Safe for concurrent use.
+// it the index (index.go); blocks are read from the file when a question
+// needs them, and checked against their checksum and fence every time.
+// Safe for concurrent use.
+//
+// A reader of a Cache shares a bound on loaded indexes with the cache's
+// other readers: its index may be let go between two questions and read
+// again by the next. A question holds the index it started with to its
+// end, whatever the cache does meanwhile.
 type Reader struct {
 	r      io.ReaderAt
 	size   int64
@@ -25,14 +30,12 @@ type Reader struct {
 
 	lastTimes atomic.Pointer[timesBlock] // the last time block read (times.go)
 
-	// once loads fences, tFences and meta, or sets ixErr; none of them
-	// changes after.
-	once    sync.Once
-	ixErr   error
-	fences  []fence
-	heads   []uint64    // the first 8 bytes of each fence's key (keyHead), searched first: they sit together in memory
-	tFences []timeFence // the time column's blocks (times.go)
-	meta    []byte
+	cache *Cache                // nil: the index stays once loaded
+	ix    atomic.Pointer[index] // the loaded index; nil until a question loads it, or since the cache let it go
+	used  atomic.Bool           // a question used ix since the cache's hand last passed it (cache.go)
+	// mu is held while loading the index, so that questions that find
+	// none load it once; taken before the cache's lock, never after.
+	mu sync.Mutex
 }
 
 // Open reads the footer, index and meta of the segment r of size bytes,
@@ -98,85 +101,8 @@ func OpenFooter(r io.ReaderAt, size int64) (*Reader, error) {
 	return sr, nil
 }
 
-// Load reads and checks the index and the meta, once; every question
-// that needs them calls it, and gets its error again if it failed.
-func (sr *Reader) Load() error {
-	sr.once.Do(func() { sr.ixErr = sr.loadIndex() })
-	return sr.ixErr
-}
-
-func (sr *Reader) loadIndex() error {
-	f := sr.f
-	u := func(i int) int64 { return int64(binary.LittleEndian.Uint64(f[8*i:])) }
-	ixOff, ixLen, metaOff, metaLen := u(0), u(1), u(2), u(3)
-	body := make([]byte, ixLen+metaLen)
-	if _, err := sr.r.ReadAt(body, ixOff); err != nil {
-		return fmt.Errorf("read segment index: %w", err)
-	}
-	ix, meta := body[:ixLen], body[ixLen:]
-	if checksum(ix) != binary.LittleEndian.Uint32(f[fIndexCRC:]) {
-		return fmt.Errorf("%w: index at offset %d fails its checksum", ErrCorrupt, ixOff)
-	}
-	if checksum(meta) != binary.LittleEndian.Uint32(f[fMetaCRC:]) {
-		return fmt.Errorf("%w: meta at offset %d fails its checksum", ErrCorrupt, metaOff)
-	}
-	sr.meta = meta
-	return sr.decodeIndex(ix, ixOff)
-}
-
-// decodeIndex decodes and checks the index: blocks back to back from the
-// header to the index, fences in order and within the footer's range, and
-// their entries summing to the footer's count.
-func (sr *Reader) decodeIndex(ix []byte, ixOff int64) error {
-	bad := func(what string) error {
-		return fmt.Errorf("%w: index at offset %d: %s", ErrCorrupt, ixOff, what)
-	}
-	d := decoder{b: ix}
-	n := d.uvarint()
-	if d.err != nil || n > uint64(len(ix)) {
-		return bad("no block count")
-	}
-	sr.fences, sr.heads = make([]fence, 0, n), make([]uint64, 0, n)
-	next, total := int64(headerSize), int64(0)
-	for i := uint64(0); i < n; i++ {
-		f := fence{off: int64(d.uvarint()), len: int64(d.uvarint())}
-		f.key = string(d.bytes(d.uvarint()))
-		f.rev, f.entries = int64(d.uvarint()), int64(d.uvarint())
-		switch {
-		case d.err != nil:
-			return bad(fmt.Sprintf("block %d: %v", i, d.err))
-		case f.off != next || f.len < 8 || f.len > ixOff-f.off:
-			return bad(fmt.Sprintf("block %d at offset %d of %d bytes does not follow the one before", i, f.off, f.len))
-		case f.rev < sr.footer.First || f.rev > sr.footer.Last || f.entries < 1:
-			return bad(fmt.Sprintf("block %d's fence %q@%d is outside the segment", i, f.key, f.rev))
-		case i > 0 && !less(sr.fences[i-1].key, sr.fences[i-1].rev, f.key, f.rev):
-			return bad(fmt.Sprintf("block %d's fence %q@%d is out of order", i, f.key, f.rev))
-		}
-		next += f.len
-		total += f.entries
-		sr.fences = append(sr.fences, f)
-		sr.heads = append(sr.heads, keyHead(f.key))
-	}
-	next, err := sr.decodeTimeIndex(&d, next, bad)
-	if err != nil {
-		return err
-	}
-	if d.rest() != 0 || next != ixOff || total != sr.footer.Entries {
-		return bad("blocks do not fill the file or add up to its entries")
-	}
-	return nil
-}
-
 // Footer returns what the segment says of itself.
 func (sr *Reader) Footer() Footer { return sr.footer }
-
-// Meta returns the writer's meta bytes; they belong to the reader.
-func (sr *Reader) Meta() ([]byte, error) {
-	if err := sr.Load(); err != nil {
-		return nil, err
-	}
-	return sr.meta, nil
-}
 
 // Size returns the segment's size in bytes.
 func (sr *Reader) Size() int64 { return sr.size }
@@ -184,28 +110,16 @@ func (sr *Reader) Size() int64 { return sr.size }
 // BlocksRead returns how many blocks the reader has read from its file.
 func (sr *Reader) BlocksRead() int64 { return sr.reads.Load() }
 
-// IndexBytes returns about how much memory the index holds.
-func (sr *Reader) IndexBytes() int64 {
-	if sr.Load() != nil {
-		return 0
-	}
-	n := int64(len(sr.fences)) * (56 + 8)
-	for _, f := range sr.fences {
-		n += int64(len(f.key))
-	}
-	return n
-}
-
 // fenceAfter returns the first block whose fence is after (key, rev) (len:
 // none). It searches the keys' heads, which order the fences as their keys
 // do where they differ, and compares whole keys only among fences whose
 // head is key's: a point read's search then touches one small array, not
 // a string per step.
-func (sr *Reader) fenceAfter(key string, rev int64) int {
+func (sr rd) fenceAfter(key string, rev int64) int {
 	h := keyHead(key)
 	lo, _ := slices.BinarySearch(sr.heads, h)
 	hi := lo + sort.Search(len(sr.heads)-lo, func(i int) bool { return sr.heads[lo+i] > h })
-	return lo + sort.Search(hi-lo, func(i int) bool { return less(key, rev, sr.fences[lo+i].key, sr.fences[lo+i].rev) })
+	return lo + sort.Search(hi-lo, func(i int) bool { return less(key, rev, sr.key(lo+i), sr.revs[lo+i]) })
 }
 
 // keyHead is key's first 8 bytes as a big-endian number, padded with
@@ -225,9 +139,14 @@ var getBufPool = sync.Pool{New: func() any { return new(getBufs) }}
 // Get returns key's newest entry with Rev <= rev in the segment, reading
 // at most one block.
 func (sr *Reader) Get(key string, rev int64) (Entry, bool, error) {
-	if err := sr.Load(); err != nil {
+	r, err := sr.index()
+	if err != nil {
 		return Entry{}, false, err
 	}
+	return r.get(key, rev)
+}
+
+func (sr rd) get(key string, rev int64) (Entry, bool, error) {
 	i := sr.fenceAfter(key, rev) - 1
 	if i < 0 {
 		return Entry{}, false, nil
@@ -277,12 +196,13 @@ func (sr *Reader) Get(key string, rev int64) (Entry, bool, error) {
 // read: it stays as it is, and keeps the block in memory while it is held.
 func (sr *Reader) History(key string, lo, hi int64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		if err := sr.Load(); err != nil {
+		sr, err := sr.index()
+		if err != nil {
 			yield(Entry{}, err)
 			return
 		}
 		i := max(sr.fenceAfter(key, lo)-1, 0)
-		for ; i < len(sr.fences) && sr.fences[i].key <= key; i++ {
+		for ; i < sr.blocks() && sr.key(i) <= key; i++ {
 			for e, err := range sr.block(i) {
 				switch {
 				case err != nil:
@@ -304,11 +224,12 @@ func (sr *Reader) History(key string, lo, hi int64) iter.Seq2[Entry, error] {
 // points into its block, as History's do.
 func (sr *Reader) All() iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		if err := sr.Load(); err != nil {
+		sr, err := sr.scan()
+		if err != nil {
 			yield(Entry{}, err)
 			return
 		}
-		for i := range sr.fences {
+		for i := range sr.blocks() {
 			for e, err := range sr.block(i) {
 				if !yield(e, err) || err != nil {
 					return
@@ -319,7 +240,7 @@ func (sr *Reader) All() iter.Seq2[Entry, error] {
 }
 
 // block reads block i and yields its entries.
-func (sr *Reader) block(i int) iter.Seq2[Entry, error] {
+func (sr rd) block(i int) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		b, err := sr.load(i, nil)
 		if err != nil {
@@ -349,7 +270,7 @@ func (sr *Reader) block(i int) iter.Seq2[Entry, error] {
 // be a newer one. It reads only the key and revision of each restart
 // point it looks at, and compares the key in place: a point read makes no
 // string of the keys it passes (scan checks the entries it decodes).
-func (sr *Reader) seek(b *loaded, key string, rev int64) (int, error) {
+func (sr rd) seek(b *loaded, key string, rev int64) (int, error) {
 	var err error
 	j := sort.Search(b.nRestarts(), func(k int) bool {
 		rk, rr, perr := restartKey(b.entries[b.restart(k):])
@@ -399,9 +320,9 @@ type cursor struct {
 
 // cursorAt starts a cursor at b's restart point j, with k as its buffer
 // for keys.
-func (sr *Reader) cursorAt(b loaded, j int, k []byte) cursor {
+func (sr rd) cursorAt(b loaded, j int, k []byte) cursor {
 	n := int64(j) * restartEvery
-	return cursor{sr: sr, b: b, d: decoder{b: b.entries[b.restart(j):]}, n: n, j: n, k: k[:0]}
+	return cursor{sr: sr.Reader, b: b, d: decoder{b: b.entries[b.restart(j):]}, n: n, j: n, k: k[:0]}
 }
 
 // next decodes the next entry into c.e and c.k; false at the block's end

@@ -5,7 +5,8 @@
 // A segment is written once, front to back, by a Writer, and never changed.
 // A Reader keeps only the segment's footer and its sparse index (one fence
 // per block: the block's first key and revision) in memory, well under a
-// byte per entry, and reads blocks with pread as a question needs them:
+// byte per entry (and, in a Cache, only while the cache's bound allows),
+// and reads blocks with pread as a question needs them:
 // the newest entry of a key at or below a revision is always in the one
 // block whose fence is the last at or below (key, revision), so a point
 // read costs one block read.

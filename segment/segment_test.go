@@ -459,8 +459,7 @@ func TestKeysOutOfOrderAreCorrupt(t *testing.T) {
 	file := build(t, es, 3, 0)
 	r, err := Open(bytes.NewReader(file), int64(len(file)))
 	require.NoError(t, err)
-	require.NoError(t, r.Load())
-	f := r.fences[0]
+	f := mustIndex(t, r).fence(0)
 	block := file[f.off : f.off+f.len]
 	body := block[:len(block)-4]
 	iB, iC := bytes.IndexByte(body, 'B'), bytes.IndexByte(body, 'C')
@@ -490,8 +489,8 @@ func TestFenceAfter(t *testing.T) {
 	for _, bs := range []int{1, 64, DefaultBlockSize} {
 		rng := rand.New(rand.NewPCG(uint64(bs), 11))
 		const n = 3000
-		r, es := randomSegment(t, rng, n, bs)
-		require.NoError(t, r.Load())
+		sr, es := randomSegment(t, rng, n, bs)
+		r := mustIndex(t, sr)
 		for range 3000 {
 			key, rev := es[rng.IntN(n)].Key, rng.Int64N(n+2)
 			switch rng.IntN(8) {
@@ -500,9 +499,9 @@ func TestFenceAfter(t *testing.T) {
 			case 1:
 				key = key[:len(key)/2]
 			}
-			want := len(r.fences)
-			for i, f := range r.fences {
-				if less(key, rev, f.key, f.rev) {
+			want := r.blocks()
+			for i := range r.blocks() {
+				if f := r.fence(i); less(key, rev, f.key, f.rev) {
 					want = i
 					break
 				}
@@ -510,4 +509,12 @@ func TestFenceAfter(t *testing.T) {
 			require.Equal(t, want, r.fenceAfter(key, rev), "block size %d, key %q, rev %d", bs, key, rev)
 		}
 	}
+}
+
+// mustIndex returns r with its index loaded.
+func mustIndex(t testing.TB, r *Reader) rd {
+	t.Helper()
+	x, err := r.index()
+	require.NoError(t, err)
+	return x
 }

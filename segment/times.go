@@ -116,14 +116,15 @@ func (sw *Writer) appendTimeIndex(ix []byte) []byte {
 
 // decodeTimeIndex decodes the time column's part of the index, whose
 // blocks begin at off, and returns the offset after the last.
-func (sr *Reader) decodeTimeIndex(d *decoder, off int64, bad func(string) error) (int64, error) {
+func (sr *Reader) decodeTimeIndex(ix *index, d *decoder, off int64, bad func(string) error) (int64, error) {
 	revs := sr.footer.Last - sr.footer.TimesFrom + 1
 	n := d.uvarint()
 	if d.err != nil || int64(n) != (revs+timesPerBlock-1)/timesPerBlock {
 		return 0, bad(fmt.Sprintf("%d time blocks for %d revisions", n, revs))
 	}
-	sr.tFences = make([]timeFence, n)
-	for i := range sr.tFences {
+	ix.tFences = make([]timeFence, n)
+	ix.bytes += 32 * int64(n)
+	for i := range ix.tFences {
 		f := timeFence{off: int64(d.uvarint()), len: int64(d.uvarint()), sec: d.varint()}
 		nsec := d.uvarint()
 		f.nsec = int32(nsec)
@@ -132,11 +133,11 @@ func (sr *Reader) decodeTimeIndex(d *decoder, off int64, bad func(string) error)
 			return 0, bad(fmt.Sprintf("time block %d: %v", i, d.err))
 		case f.off != off || f.len < 4 || nsec >= 1e9:
 			return 0, bad(fmt.Sprintf("time block %d at offset %d of %d bytes does not follow the one before", i, f.off, f.len))
-		case i > 0 && (f.sec < sr.tFences[i-1].sec || f.sec == sr.tFences[i-1].sec && f.nsec < sr.tFences[i-1].nsec):
+		case i > 0 && (f.sec < ix.tFences[i-1].sec || f.sec == ix.tFences[i-1].sec && f.nsec < ix.tFences[i-1].nsec):
 			return 0, bad(fmt.Sprintf("time block %d goes back in time", i))
 		}
 		off += f.len
-		sr.tFences[i] = f
+		ix.tFences[i] = f
 	}
 	return off, nil
 }
@@ -144,10 +145,7 @@ func (sr *Reader) decodeTimeIndex(d *decoder, off int64, bad func(string) error)
 // times reads time block i and returns its times, each as (sec, nsec),
 // and its revisions' locators: the index of the block of each one's entry
 // (-1: none).
-func (sr *Reader) times(i int) ([][2]int64, []int32, error) {
-	if err := sr.Load(); err != nil {
-		return nil, nil, err
-	}
+func (sr rd) times(i int) ([][2]int64, []int32, error) {
 	if c := sr.lastTimes.Load(); c != nil && c.i == i {
 		return c.ts, c.locs, nil
 	}
@@ -169,7 +167,7 @@ type timesBlock struct {
 }
 
 // readTimes reads and decodes time block i (times).
-func (sr *Reader) readTimes(i int) ([][2]int64, []int32, error) {
+func (sr rd) readTimes(i int) ([][2]int64, []int32, error) {
 	f := sr.tFences[i]
 	buf := make([]byte, f.len)
 	sr.reads.Add(1)
@@ -214,8 +212,8 @@ func (sr *Reader) readTimes(i int) ([][2]int64, []int32, error) {
 		}
 		z := v - 1
 		b := prev + (int64(z>>1) ^ -int64(z&1))
-		if b < 0 || b >= int64(len(sr.fences)) {
-			return nil, nil, fmt.Errorf("%w: time block at offset %d locates an entry in block %d of %d", ErrCorrupt, f.off, b, len(sr.fences))
+		if b < 0 || b >= int64(sr.blocks()) {
+			return nil, nil, fmt.Errorf("%w: time block at offset %d locates an entry in block %d of %d", ErrCorrupt, f.off, b, sr.blocks())
 		}
 		locs, prev = append(locs, int32(b)), b
 	}
@@ -235,7 +233,8 @@ func (sr *Reader) readTimes(i int) ([][2]int64, []int32, error) {
 // block read once each.
 func (sr *Reader) Times(from int64) iter.Seq2[[2]int64, error] {
 	return func(yield func([2]int64, error) bool) {
-		if err := sr.Load(); err != nil {
+		sr, err := sr.scan()
+		if err != nil {
 			yield([2]int64{}, err)
 			return
 		}
@@ -266,7 +265,11 @@ func (sr *Reader) TimeOf(rev int64) (sec int64, nsec int32, err error) {
 		return 0, 0, fmt.Errorf("the segment holds the times of revisions [%d, %d], not %d", sr.footer.TimesFrom, sr.footer.Last, rev)
 	}
 	k := rev - sr.footer.TimesFrom
-	ts, _, err := sr.times(int(k / timesPerBlock))
+	r, err := sr.index()
+	if err != nil {
+		return 0, 0, err
+	}
+	ts, _, err := r.times(int(k / timesPerBlock))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -279,15 +282,16 @@ func (sr *Reader) TimeOf(rev int64) (sec int64, nsec int32, err error) {
 // known is false when the time is before TimesFrom's and TimesFrom is
 // above First: the answer is one of the revisions without a time.
 func (sr *Reader) RevAt(sec int64, nsec int32) (rev int64, known bool, err error) {
-	if err := sr.Load(); err != nil {
+	r, err := sr.index()
+	if err != nil {
 		return 0, false, err
 	}
 	after := func(s int64, ns int64) bool { return s > sec || s == sec && ns > int64(nsec) }
-	i := sort.Search(len(sr.tFences), func(i int) bool { return after(sr.tFences[i].sec, int64(sr.tFences[i].nsec)) }) - 1
+	i := sort.Search(len(r.tFences), func(i int) bool { return after(r.tFences[i].sec, int64(r.tFences[i].nsec)) }) - 1
 	if i < 0 {
 		return sr.footer.TimesFrom - 1, sr.footer.TimesFrom == sr.footer.First, nil
 	}
-	ts, _, err := sr.times(i)
+	ts, _, err := r.times(i)
 	if err != nil {
 		return 0, false, err
 	}
