@@ -216,6 +216,11 @@ func (s *state[V]) merge(t *sealed[V], i, j int, below int64) error {
 	}
 	d.manifest = m
 	d.tier.Store(nt)
+	// The cache keeps no index of the replaced segments from now on; a
+	// question still on the tier before reads one for itself.
+	for _, r := range t.segs[i : j+1] {
+		d.ixCache.Forget(r)
+	}
 	// The old files count for nothing now. One left by a failed removal
 	// is removed by the next Open, as any file no manifest lists.
 	for _, r := range run {

@@ -115,8 +115,7 @@ func (t *sealed[V]) with(fsys vfs.FS, dir string, ref segment.Ref, cache *segmen
 
 // replacing returns a tier holding t's segments but with [i, j] replaced
 // by the one ref names (their merge), opened from dir; the others' files
-// are shared, not reopened. The cache lets go of the replaced segments'
-// indexes.
+// are shared, not reopened.
 func (t *sealed[V]) replacing(fsys vfs.FS, dir string, i, j int, ref segment.Ref) (*sealed[V], error) {
 	one, err := openSealed[V](fsys, dir, segment.Manifest{Segments: []segment.Ref{ref}}, t.cache)
 	if err != nil {
@@ -132,11 +131,6 @@ func (t *sealed[V]) replacing(fsys vfs.FS, dir string, i, j int, ref segment.Ref
 	if i > 0 && n.refs[i-1].Last == ref.First-1 && one.segs[0].Footer().Prev != n.refs[i-1].Digest {
 		one.close()
 		return nil, corruptSegment(ref.Name(), fmt.Errorf("%w: its chain does not follow the segment before it", segment.ErrCorrupt))
-	}
-	// A question on the tier before may still read them: it reads their
-	// index again if it needs it.
-	for _, r := range t.segs[i : j+1] {
-		t.cache.Forget(r)
 	}
 	return n, nil
 }

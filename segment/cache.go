@@ -48,10 +48,21 @@ func (c *Cache) Held() (bytes int64, indexes int) {
 }
 
 // admit counts sr's newly loaded index ix, then lets others go until the
-// cache is within its budget. Called with sr.mu held.
+// cache is within its budget. Called with sr.mu held, after sr.ix was set
+// to ix.
+//
+// Invariant: a reader is in loaded exactly when its ix is set, but
+// between index's store and this call; held is the sum of their indexes'
+// bytes.
 func (c *Cache) admit(sr *Reader, ix *index) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if sr.forgotten {
+		// The question that loaded it goes on with it; the next loads
+		// one of its own, as a stream does.
+		sr.ix.Store(nil)
+		return
+	}
 	sr.used.Store(true)
 	c.loaded = append(c.loaded, sr)
 	c.held += ix.bytes
@@ -59,25 +70,30 @@ func (c *Cache) admit(sr *Reader, ix *index) {
 		return
 	}
 	// Each pass of the hand clears the marks it passes, so the second
-	// pass finds an unmarked reader: the loop ends.
-	for c.held > c.budget && len(c.loaded) > 1 {
+	// pass finds an unmarked reader, unless questions mark them again as
+	// fast: past two passes, the hand lets go of the one it is at.
+	for steps := 0; c.held > c.budget && len(c.loaded) > 1; steps++ {
 		if c.hand >= len(c.loaded) {
 			c.hand = 0
 		}
-		v := c.loaded[c.hand]
-		if v == sr || v.used.Swap(false) {
+		switch v := c.loaded[c.hand]; {
+		case v == sr:
 			c.hand++
-			continue
+		case v.used.Swap(false) && steps < 2*len(c.loaded):
+			c.hand++
+		default:
+			c.drop(c.hand)
 		}
-		c.drop(c.hand)
 	}
 }
 
-// Forget lets go of sr's index now: the store no longer reads the
-// segment (a merge or a compaction replaced it).
+// Forget lets go of sr's index now, and keeps none of it after: the store
+// no longer reads the segment (a merge replaced it). A question still
+// reading it loads an index of its own.
 func (c *Cache) Forget(sr *Reader) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	sr.forgotten = true
 	for i, v := range c.loaded {
 		if v == sr {
 			c.drop(i)

@@ -159,7 +159,7 @@ func (sr *Reader) decodeIndex(raw []byte, ixOff int64) (*index, error) {
 	}
 	d := decoder{b: raw}
 	n := d.uvarint()
-	if d.err != nil || n > uint64(len(raw)) {
+	if d.err != nil || n > uint64(len(raw))/5 { // a fence takes at least 5 bytes
 		return nil, bad("no block count")
 	}
 	ix := &index{offs: make([]int64, 0, n+1), revs: make([]int64, 0, n), entries: make([]uint32, 0, n), keyEnds: make([]uint32, 0, n), heads: make([]uint64, 0, n)}
@@ -177,7 +177,7 @@ func (sr *Reader) decodeIndex(raw []byte, ixOff int64) (*index, error) {
 			return nil, bad(fmt.Sprintf("block %d at offset %d of %d bytes does not follow the one before", i, f.off, f.len))
 		case f.rev < sr.footer.First || f.rev > sr.footer.Last || f.entries < 1 || f.entries > math.MaxUint32:
 			return nil, bad(fmt.Sprintf("block %d's fence %q@%d is outside the segment", i, key, f.rev))
-		case len(keys)+len(key) > math.MaxUint32:
+		case uint64(len(keys))+uint64(len(key)) > math.MaxUint32:
 			return nil, bad("fence keys past 4 GiB")
 		case i > 0 && !less(string(keys[prev:]), ix.revs[i-1], string(key), f.rev):
 			return nil, bad(fmt.Sprintf("block %d's fence %q@%d is out of order", i, key, f.rev))

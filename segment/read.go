@@ -33,6 +33,9 @@ type Reader struct {
 	cache *Cache                // nil: the index stays once loaded
 	ix    atomic.Pointer[index] // the loaded index; nil until a question loads it, or since the cache let it go
 	used  atomic.Bool           // a question used ix since the cache's hand last passed it (cache.go)
+	// forgotten is set by Cache.Forget: the cache keeps no index of the
+	// reader. Guarded by cache.mu.
+	forgotten bool
 	// mu is held while loading the index, so that questions that find
 	// none load it once; taken before the cache's lock, never after.
 	mu sync.Mutex

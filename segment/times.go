@@ -117,9 +117,15 @@ func (sw *Writer) appendTimeIndex(ix []byte) []byte {
 // decodeTimeIndex decodes the time column's part of the index, whose
 // blocks begin at off, and returns the offset after the last.
 func (sr *Reader) decodeTimeIndex(ix *index, d *decoder, off int64, bad func(string) error) (int64, error) {
-	revs := sr.footer.Last - sr.footer.TimesFrom + 1
+	revs := sr.footer.Last - sr.footer.TimesFrom + 1 // >= 1, as OpenFooter checked
+	want := revs / timesPerBlock                     // rounded up below, without overflow where Last is near the top
+	if revs%timesPerBlock != 0 {
+		want++
+	}
 	n := d.uvarint()
-	if d.err != nil || int64(n) != (revs+timesPerBlock-1)/timesPerBlock {
+	// A time fence takes at least 4 bytes: a count past what is left is
+	// damage (a forged footer's range), not an array to make.
+	if d.err != nil || int64(n) != want || n > uint64(d.rest())/4 {
 		return 0, bad(fmt.Sprintf("%d time blocks for %d revisions", n, revs))
 	}
 	ix.tFences = make([]timeFence, n)
