@@ -46,6 +46,7 @@ var configDefaults = [][2]string{
 	{"zset-max-listpack-entries", "128"},
 	{"zset-max-listpack-value", "64"},
 	{"zset-rank-cache-members", ""},
+	{"revkv-max-reply-entries", "1000000"},
 	{"stream-node-max-bytes", "4096"},
 	{"stream-node-max-entries", "100"},
 	{"busy-reply-threshold", "5000"},

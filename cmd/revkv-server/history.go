@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -268,10 +269,26 @@ func cmdChanges(s *server, c *client, a [][]byte) {
 			return
 		}
 		if !strings.HasPrefix(e.Key, internal) { // elements: see REVKV.HISTORY of their key
+			if s.tooMany(c, "REVKV.CHANGES", len(es)) {
+				return
+			}
 			es = append(es, e)
 		}
 	}
 	entries(c, s, es)
+}
+
+// tooMany answers an error, and reports true, when a reply that holds n
+// entries may not take another (revkv-max-reply-entries): the client asks
+// again for a narrower range, and the server never holds an unbounded
+// reply.
+func (s *server) tooMany(c *client, cmd string, n int) bool {
+	limit := s.limits.replyEntries.Load()
+	if limit <= 0 || int64(n) < limit {
+		return false
+	}
+	c.w.Error(fmt.Sprintf("ERR %s would reply more than %d entries (revkv-max-reply-entries): ask for a narrower range", cmd, limit))
+	return true
 }
 
 // cmdDiff: REVKV.DIFF from to [prefix] — every key of the prefix whose
@@ -295,6 +312,9 @@ func cmdDiff(s *server, c *client, a [][]byte) {
 	for d, err := range s.store.Diff(prefix, from, to) {
 		if err != nil {
 			c.w.Error(historyError(err))
+			return
+		}
+		if s.tooMany(c, "REVKV.DIFF", len(ds)) {
 			return
 		}
 		ds = append(ds, d)

@@ -30,9 +30,19 @@ func init() {
 // limits are the thresholds of the compact encodings.
 type limits struct {
 	hashEntries, hashValue, setInts, zsetEntries, zsetValue atomic.Int64
+	// replyEntries bounds the entries REVKV.CHANGES and REVKV.DIFF gather
+	// for one reply (0: no bound). A reply is counted before it is sent,
+	// so it is held whole in memory first: without a bound, one command
+	// over years of sealed history would hold all of it.
+	replyEntries atomic.Int64
 }
 
+// defaultReplyEntries is revkv-max-reply-entries' default: a reply of a
+// million entries is a few hundred MB at most.
+const defaultReplyEntries = 1_000_000
+
 func (l *limits) init() {
+	l.replyEntries.Store(defaultReplyEntries)
 	l.hashEntries.Store(128)
 	l.hashValue.Store(64)
 	l.setInts.Store(512)
@@ -53,6 +63,8 @@ func (l *limits) limitOf(name string) *atomic.Int64 {
 		return &l.zsetEntries
 	case "zset-max-listpack-value":
 		return &l.zsetValue
+	case "revkv-max-reply-entries":
+		return &l.replyEntries
 	}
 	return nil
 }
