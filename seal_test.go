@@ -407,18 +407,18 @@ func TestCloseSeals(t *testing.T) {
 // from the disk, the segment's index and the block that answers, or one
 // where the index is loaded (contract §12.4), and answers as the same
 // history unsealed does. The keys are written round-robin, as in W(N), so
-// every segment holds every key. With a small WithMemory, the indexes do
-// not all fit in the store's bound on them, which the reads never pass.
+// every segment holds every key. With a small bound on the loaded indexes,
+// they do not all fit, and the reads never pass it.
 func TestGetAtReadsTwoBlocks(t *testing.T) {
-	for _, memory := range []int64{DefaultMemory, 4 << 10} {
-		t.Run(fmt.Sprint("memory=", memory), func(t *testing.T) { getAtReadsTwoBlocks(t, memory) })
+	for _, memory := range []int64{DefaultMemory, 512} {
+		t.Run(fmt.Sprint("indexes=", memory), func(t *testing.T) { getAtReadsTwoBlocks(t, memory) })
 	}
 }
 
 func getAtReadsTwoBlocks(t *testing.T, memory int64) {
 	const keys, revs = 50, 6000
 	m := vfs.NewMem()
-	opts := []Option{WithFS(m), WithSync(SyncNever), WithMemory(memory)}
+	opts := []Option{WithFS(m), WithSync(SyncNever), withIndexBudget(memory)}
 	s, err := Open("/db", StringCodec(), opts...)
 	require.NoError(t, err)
 	for i := 0; i < revs; i += 100 {
@@ -444,6 +444,9 @@ func getAtReadsTwoBlocks(t *testing.T, memory int64) {
 		require.NoError(t, seg.Load())
 		all += seg.IndexBytes()
 	}
+	if memory < DefaultMemory {
+		require.Less(t, memory, all, "the indexes do not all fit the bound")
+	}
 	budget := s.disk.ixCache
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 2000 {
@@ -456,7 +459,7 @@ func getAtReadsTwoBlocks(t *testing.T, memory int64) {
 		// newest entry at rev is older, the one before: a block each,
 		// and each one's index where the bound let it go.
 		maxReads := int64(2)
-		if memory/4 < all {
+		if memory < all {
 			maxReads = 4
 		}
 		require.LessOrEqual(t, m.Reads()-reads, maxReads, "GetAt(k/%03d, %d)", k, rev)
@@ -470,9 +473,9 @@ func getAtReadsTwoBlocks(t *testing.T, memory int64) {
 			require.Equal(t, fmt.Sprint(last), v, "GetAt(k/%03d, %d)", k, rev)
 		}
 		held, n := budget.Held()
-		require.True(t, held <= memory/4 || n == 1, "%d bytes of indexes held in %d, bound %d", held, n, memory/4)
+		require.True(t, held <= memory || n == 1, "%d bytes of indexes held in %d, bound %d", held, n, memory)
 	}
-	if held, _ := budget.Held(); memory/4 < all {
+	if held, _ := budget.Held(); memory < all {
 		require.Less(t, held, all, "the bound let some go")
 	}
 }
