@@ -174,7 +174,10 @@ func cmdHistory(s *server, c *client, a [][]byte) {
 		return
 	}
 	key := string(a[1])
-	es := s.store.History(key)
+	es, ok := s.keyHistory(c, key, count)
+	if !ok {
+		return
+	}
 	if hasCollection(es) {
 		var err error
 		if es, err = s.collectionHistory(es); err != nil {
@@ -190,6 +193,49 @@ func cmdHistory(s *server, c *client, a [][]byte) {
 	for _, e := range es {
 		entryUnder(c, e, key, notes)
 	}
+}
+
+// keyHistory gathers key's kept entries, oldest first, streaming them
+// from the store (HistoryRange) so that what it holds stays bounded: up to
+// revkv-max-reply-entries of them, and past that, where COUNT asks for the
+// newest count of a key that is not a collection (whose elements' history
+// needs all of its own), only the newest count. A part of the history no
+// longer kept is passed over, as HISTORY shows what is kept; damage is
+// the reply's error. false: the error is answered.
+func (s *server) keyHistory(c *client, key string, count int64) ([]revkv.Entry[[]byte], bool) {
+	var es []revkv.Entry[[]byte]
+	limit := s.limits.replyEntries.Load()
+	newest := false // es holds the newest count entries and maybe more, not all
+	coll := false
+	for e, err := range s.store.HistoryRange(key, 0, 0) {
+		switch {
+		case errors.Is(err, revkv.ErrCompacted):
+			continue
+		case err != nil:
+			c.w.Error(historyError(err))
+			return nil, false
+		}
+		coll = coll || e.Op == revkv.OpPut && isMeta(e.Value)
+		switch {
+		case newest && coll: // a collection after all: its older entries are gone
+			s.tooMany(c, "REVKV.HISTORY", int(limit))
+			return nil, false
+		case newest:
+			if int64(len(es)) >= 2*count+1 { // keep the newest count, now and then
+				es = append(es[:0], es[int64(len(es))-count:]...)
+			}
+		case limit > 0 && int64(len(es)) >= limit && count >= 0 && count <= limit && !coll:
+			newest = true
+			es = append(es[:0], es[int64(len(es))-count:]...)
+		case s.tooMany(c, "REVKV.HISTORY", len(es)):
+			return nil, false
+		}
+		es = append(es, e)
+	}
+	if newest {
+		es = es[int64(len(es))-min(count, int64(len(es))):]
+	}
+	return es, true
 }
 
 // cmdDigest: REVKV.DIGEST [rev] — [revision, digest in hex] of the hash

@@ -29,3 +29,34 @@ func TestReplyEntriesBound(t *testing.T) {
 	require.Len(t, do(c, "revkv.changes", 1, 10), 10)
 	require.Len(t, do(c, "revkv.diff", 0, 10), 10)
 }
+
+// TestHistoryReplyBound: REVKV.HISTORY streams a key's history and holds
+// at most revkv-max-reply-entries of it: without COUNT, a longer history
+// is the error; with COUNT n (n up to the bound) it keeps the newest n as
+// it goes, whatever the history's length, but for a collection, whose
+// elements' history needs all of its own.
+func TestHistoryReplyBound(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	for i := range 12 {
+		do(c, "set", "k", i)
+		do(c, "hset", "h", fmt.Sprint("f", i), i)
+	}
+	require.Len(t, do(c, "revkv.history", "k"), 12)
+	require.Equal(t, "OK", do(c, "config", "set", "revkv-max-reply-entries", 5))
+	tooMany := "error: ERR REVKV.HISTORY would reply more than 5 entries (revkv-max-reply-entries): ask for a narrower range"
+	require.Equal(t, tooMany, do(c, "revkv.history", "k"))
+	for _, n := range []int{0, 1, 3, 5} {
+		h := do(c, "revkv.history", "k", "count", n).([]any)
+		require.Len(t, h, n)
+		for j, e := range h {
+			require.Equal(t, fmt.Sprint(12-n+j), e.([]any)[5], "COUNT %d: the newest, oldest first", n)
+		}
+	}
+	require.Equal(t, tooMany, do(c, "revkv.history", "k", "count", 6), "a reply past the bound")
+	require.Equal(t, tooMany, do(c, "revkv.history", "h", "count", 2), "a collection needs all of its own history")
+	require.Equal(t, "OK", do(c, "config", "set", "revkv-max-reply-entries", 0))
+	require.Len(t, do(c, "revkv.history", "h", "count", 2), 2, "with the bound lifted")
+	require.Len(t, do(c, "revkv.history", "k"), 12)
+	require.Equal(t, "PONG", do(c, "ping"))
+}
