@@ -21,7 +21,8 @@ import (
 //     left push takes the one before the head).
 
 // collectionHistory merges a key's entries with its elements' (every
-// generation it had), oldest first; es is the key's own history.
+// generation it had), oldest first; es is the key's own history. A merge
+// past revkv-max-reply-entries is errTooMany.
 func (s *server) collectionHistory(es []revkv.Entry[[]byte]) ([]revkv.Entry[[]byte], error) {
 	var gens []string
 	var out []revkv.Entry[[]byte]
@@ -62,7 +63,9 @@ func (s *server) collectionHistory(es []revkv.Entry[[]byte]) ([]revkv.Entry[[]by
 			}
 			end, ended := ends[g]
 			if kind := e.Key[len(internal)+8]; kind != 'z' && (!ended || e.Rev < end) { // the score index repeats the members
-				out = append(out, e)
+				if out = append(out, e); s.over(len(out)) {
+					return nil, errTooMany
+				}
 			}
 		}
 	}
@@ -151,7 +154,9 @@ func valueOrNull(c *client, v []byte, ok bool) {
 
 // elementDiffs are the element changes of a collection key between two
 // revisions: [key, before, after] rows, each an element entry or nil.
-func (s *server) elementDiffs(d revkv.KeyDiff[[]byte], from, to revkv.Revision) ([]revkv.KeyDiff[[]byte], error) {
+// More than revkv-max-reply-entries with the reply's rows before them
+// is errTooMany.
+func (s *server) elementDiffs(d revkv.KeyDiff[[]byte], from, to revkv.Revision, before int) ([]revkv.KeyDiff[[]byte], error) {
 	gen := func(e revkv.Entry[[]byte]) string {
 		if e.Rev == 0 || !isMeta(e.Value) {
 			return ""
@@ -172,7 +177,9 @@ func (s *server) elementDiffs(d revkv.KeyDiff[[]byte], from, to revkv.Revision) 
 				x.Before, x.After = x.After, x.Before
 			}
 			if x.Key[len(internal)+8] != 'z' {
-				out = append(out, x)
+				if out = append(out, x); s.over(before + len(out)) {
+					return errTooMany
+				}
 			}
 		}
 		return nil

@@ -180,7 +180,11 @@ func cmdHistory(s *server, c *client, a [][]byte) {
 	}
 	if hasCollection(es) {
 		var err error
-		if es, err = s.collectionHistory(es); err != nil {
+		switch es, err = s.collectionHistory(es); {
+		case errors.Is(err, errTooMany):
+			s.replyTooMany(c, "REVKV.HISTORY")
+			return
+		case err != nil:
 			c.w.Error(historyError(err))
 			return
 		}
@@ -218,7 +222,7 @@ func (s *server) keyHistory(c *client, key string, count int64) ([]revkv.Entry[[
 		coll = coll || e.Op == revkv.OpPut && isMeta(e.Value)
 		switch {
 		case newest && coll: // a collection after all: its older entries are gone
-			s.tooMany(c, "REVKV.HISTORY", int(limit))
+			s.replyTooMany(c, "REVKV.HISTORY")
 			return nil, false
 		case newest:
 			if int64(len(es)) >= 2*count+1 { // keep the newest count, now and then
@@ -329,13 +333,27 @@ func cmdChanges(s *server, c *client, a [][]byte) {
 // again for a narrower range, and the server never holds an unbounded
 // reply.
 func (s *server) tooMany(c *client, cmd string, n int) bool {
-	limit := s.limits.replyEntries.Load()
-	if limit <= 0 || int64(n) < limit {
+	if !s.over(n + 1) {
 		return false
 	}
-	c.w.Error(fmt.Sprintf("ERR %s would reply more than %d entries (revkv-max-reply-entries): ask for a narrower range", cmd, limit))
+	s.replyTooMany(c, cmd)
 	return true
 }
+
+// over reports whether a reply of n entries passes revkv-max-reply-entries.
+func (s *server) over(n int) bool {
+	limit := s.limits.replyEntries.Load()
+	return limit > 0 && int64(n) > limit
+}
+
+// replyTooMany answers that cmd's reply would pass the bound.
+func (s *server) replyTooMany(c *client, cmd string) {
+	c.w.Error(fmt.Sprintf("ERR %s would reply more than %d entries (revkv-max-reply-entries): ask for a narrower range", cmd, s.limits.replyEntries.Load()))
+}
+
+// errTooMany is what the gatherers of a collection's history and of its
+// elements' changes return when the reply would pass the bound (over).
+var errTooMany = errors.New("the reply would pass revkv-max-reply-entries")
 
 // cmdDiff: REVKV.DIFF from to [prefix] — every key of the prefix whose
 // live entry at to is not the one at from, in key order: an array of
@@ -375,8 +393,12 @@ func cmdDiff(s *server, c *client, a [][]byte) {
 		}
 		rows, keys = append(rows, d), append(keys, d.Key)
 		if isMeta(d.Before.Value) || isMeta(d.After.Value) {
-			els, err := s.elementDiffs(d, from, to)
-			if err != nil {
+			els, err := s.elementDiffs(d, from, to, len(rows))
+			switch {
+			case errors.Is(err, errTooMany):
+				s.replyTooMany(c, "REVKV.DIFF")
+				return
+			case err != nil:
 				c.w.Error(historyError(err))
 				return
 			}

@@ -60,3 +60,26 @@ func TestHistoryReplyBound(t *testing.T) {
 	require.Len(t, do(c, "revkv.history", "k"), 12)
 	require.Equal(t, "PONG", do(c, "ping"))
 }
+
+// TestCollectionReplyBound: a collection's history and diff, which add
+// its elements' rows to the key's own, stop at revkv-max-reply-entries
+// too, where the key's own entries alone are within it.
+func TestCollectionReplyBound(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	args := []any{"hset", "h"}
+	for i := range 10 {
+		args = append(args, fmt.Sprint("f", i), i)
+	}
+	require.Equal(t, int64(10), do(c, args...))
+	rev := do(c, "revkv.rev")
+	require.Len(t, do(c, "revkv.history", "h"), 11, "the key's entry and its ten elements'")
+	require.Len(t, do(c, "revkv.diff", 0, rev, "h"), 11)
+	require.Equal(t, "OK", do(c, "config", "set", "revkv-max-reply-entries", 5))
+	tooMany := "error: ERR REVKV.HISTORY would reply more than 5 entries (revkv-max-reply-entries): ask for a narrower range"
+	require.Equal(t, tooMany, do(c, "revkv.history", "h"))
+	require.Equal(t, strings.Replace(tooMany, "HISTORY", "DIFF", 1), do(c, "revkv.diff", 0, rev, "h"))
+	require.Equal(t, "OK", do(c, "config", "set", "revkv-max-reply-entries", 11))
+	require.Len(t, do(c, "revkv.history", "h"), 11, "a reply of exactly the bound")
+	require.Len(t, do(c, "revkv.diff", 0, rev, "h"), 11)
+}
