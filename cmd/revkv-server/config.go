@@ -211,6 +211,9 @@ func (s *server) configSet(c *client, a [][]byte) {
 		}
 		if l := s.limits.limitOf(name); l != nil {
 			n, err := strconv.ParseInt(v, 10, 64)
+			if err == nil && n < 0 && name == "revkv-max-reply-entries" {
+				err = strconv.ErrRange // 0 is no bound; below it means nothing
+			}
 			if err != nil {
 				c.w.Error("ERR CONFIG SET failed (possibly related to argument '" + string(a[i]) + "') - argument couldn't be parsed into an integer")
 				return

@@ -203,27 +203,46 @@ func cmdHistory(s *server, c *client, a [][]byte) {
 // from the store (HistoryRange) so that what it holds stays bounded: up to
 // revkv-max-reply-entries of them, and past that, where COUNT asks for the
 // newest count of a key that is not a collection (whose elements' history
-// needs all of its own), only the newest count. A part of the history no
-// longer kept is passed over, as HISTORY shows what is kept; damage is
-// the reply's error. false: the error is answered.
+// needs all of its own), only the newest count. The history no longer kept
+// below the oldest entry is passed over, as HISTORY shows what is kept;
+// damage is the reply's error. false: the error is answered.
 func (s *server) keyHistory(c *client, key string, count int64) ([]revkv.Entry[[]byte], bool) {
-	var es []revkv.Entry[[]byte]
+	// HistoryRange reads a few hundred entries at a time, so a trim or
+	// compaction between two reads can cut the history the loop is in: it
+	// says so (ErrCompacted after an entry), and the loop reads it again,
+	// as History, which read it whole under the key's lock, showed no hole.
+	for range 3 {
+		es, again, ok := s.keyHistoryOnce(c, key, count)
+		if !again {
+			return es, ok
+		}
+	}
+	c.w.Error("ERR REVKV.HISTORY: the key's history was cut while it was read, three times: try again")
+	return nil, false
+}
+
+// keyHistoryOnce is one reading of keyHistory: again when the history was
+// cut under it.
+func (s *server) keyHistoryOnce(c *client, key string, count int64) (es []revkv.Entry[[]byte], again, ok bool) {
 	limit := s.limits.replyEntries.Load()
 	newest := false // es holds the newest count entries and maybe more, not all
-	coll := false
+	coll, seen := false, false
 	for e, err := range s.store.HistoryRange(key, 0, 0) {
 		switch {
-		case errors.Is(err, revkv.ErrCompacted):
+		case errors.Is(err, revkv.ErrCompacted) && !seen:
 			continue
+		case errors.Is(err, revkv.ErrCompacted):
+			return nil, true, false
 		case err != nil:
 			c.w.Error(historyError(err))
-			return nil, false
+			return nil, false, false
 		}
+		seen = true
 		coll = coll || e.Op == revkv.OpPut && isMeta(e.Value)
 		switch {
 		case newest && coll: // a collection after all: its older entries are gone
-			s.replyTooMany(c, "REVKV.HISTORY")
-			return nil, false
+			c.w.Error(fmt.Sprintf("ERR REVKV.HISTORY of a collection shows all of the key's own history, more than %d entries (revkv-max-reply-entries): raise the bound", limit))
+			return nil, false, false
 		case newest:
 			if int64(len(es)) >= 2*count+1 { // keep the newest count, now and then
 				es = append(es[:0], es[int64(len(es))-count:]...)
@@ -232,14 +251,14 @@ func (s *server) keyHistory(c *client, key string, count int64) ([]revkv.Entry[[
 			newest = true
 			es = append(es[:0], es[int64(len(es))-count:]...)
 		case s.tooMany(c, "REVKV.HISTORY", len(es)):
-			return nil, false
+			return nil, false, false
 		}
 		es = append(es, e)
 	}
 	if newest {
 		es = es[int64(len(es))-min(count, int64(len(es))):]
 	}
-	return es, true
+	return es, false, true
 }
 
 // cmdDigest: REVKV.DIGEST [rev] — [revision, digest in hex] of the hash
@@ -378,6 +397,9 @@ func cmdDiff(s *server, c *client, a [][]byte) {
 			c.w.Error(historyError(err))
 			return
 		}
+		if strings.HasPrefix(d.Key, internal) { // elements come under their keys, below
+			continue
+		}
 		if s.tooMany(c, "REVKV.DIFF", len(ds)) {
 			return
 		}
@@ -388,8 +410,8 @@ func cmdDiff(s *server, c *client, a [][]byte) {
 	var rows []revkv.KeyDiff[[]byte]
 	var keys []string
 	for _, d := range ds {
-		if strings.HasPrefix(d.Key, internal) { // elements come under their keys
-			continue
+		if s.tooMany(c, "REVKV.DIFF", len(rows)) { // the element rows before count too
+			return
 		}
 		rows, keys = append(rows, d), append(keys, d.Key)
 		if isMeta(d.Before.Value) || isMeta(d.After.Value) {

@@ -83,3 +83,49 @@ func TestCollectionReplyBound(t *testing.T) {
 	require.Len(t, do(c, "revkv.history", "h"), 11, "a reply of exactly the bound")
 	require.Len(t, do(c, "revkv.diff", 0, rev, "h"), 11)
 }
+
+// TestDiffReplyBoundRows: DIFF counts the rows it replies, the plain ones
+// after a collection's element rows included, and not the element keys a
+// diff without a prefix also meets (which show as element rows): a reply
+// of exactly the bound passes, one more is the error. A negative bound is
+// refused.
+func TestDiffReplyBoundRows(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	do(c, "hset", "k1", "a", 1, "b", 2, "c", 3)
+	do(c, "set", "k2", 1)
+	do(c, "set", "k3", 1)
+	rev := do(c, "revkv.rev")
+	require.Len(t, do(c, "revkv.diff", 0, rev, "k"), 6, "k1, its three fields, k2, k3")
+	require.Equal(t, "OK", do(c, "config", "set", "revkv-max-reply-entries", 5))
+	require.Equal(t, "error: ERR REVKV.DIFF would reply more than 5 entries (revkv-max-reply-entries): ask for a narrower range", do(c, "revkv.diff", 0, rev, "k"))
+	require.Equal(t, "OK", do(c, "config", "set", "revkv-max-reply-entries", 6))
+	require.Len(t, do(c, "revkv.diff", 0, rev, "k"), 6)
+
+	_, addr = startServer(t, config{})
+	c = newClient(t, addr)
+	do(c, "zadd", "z", 1, "a", 2, "b", 3, "c")
+	rev = do(c, "revkv.rev")
+	require.Len(t, do(c, "revkv.diff", 0, rev), 4, "z and its three members")
+	require.Equal(t, "OK", do(c, "config", "set", "revkv-max-reply-entries", 4))
+	require.Len(t, do(c, "revkv.diff", 0, rev), 4, "the members' own keys and score index are not rows")
+	require.Contains(t, do(c, "config", "set", "revkv-max-reply-entries", -1), "error: ERR CONFIG SET failed")
+	require.Equal(t, []any{"revkv-max-reply-entries", "4"}, do(c, "config", "get", "revkv-max-reply-entries"))
+}
+
+// TestHistoryCollectionAfterLongHistory: a key that was a plain value for
+// longer than the bound and then a collection cannot show its history
+// with COUNT (the collection needs all of it), and the error says why.
+func TestHistoryCollectionAfterLongHistory(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	for i := range 10 {
+		do(c, "set", "t", i)
+	}
+	do(c, "del", "t")
+	do(c, "hset", "t", "f", 1)
+	require.Equal(t, "OK", do(c, "config", "set", "revkv-max-reply-entries", 3))
+	require.Equal(t, "error: ERR REVKV.HISTORY of a collection shows all of the key's own history, more than 3 entries (revkv-max-reply-entries): raise the bound", do(c, "revkv.history", "t", "count", 1))
+	require.Equal(t, "OK", do(c, "config", "set", "revkv-max-reply-entries", 0))
+	require.Len(t, do(c, "revkv.history", "t", "count", 1), 1)
+}
