@@ -156,10 +156,10 @@ func WithMemory(bytes int64) Option {
 // point read the read and decoding of the whole index (hundreds of KB
 // for a segment of W: about 0.7 ms where a read with the index loaded
 // takes 5 µs). A smaller bound would bring that cliff nearer; an index
-// in blocks of its own, read one block at a time, would remove it. Streams through sealed history (Changes, Watch from an old
-// revision, Export, verify) read each segment's index for themselves and
-// keep none, so they neither grow memory nor push out what point reads
-// use.
+// in blocks of its own, read one block at a time, would remove it.
+// Streams through sealed history (Changes, Watch from an old revision,
+// Export, verify) read each segment's index for themselves and keep
+// none, so they neither grow memory nor push out what point reads use.
 func (o *options) indexBudget() int64 {
 	if o.indexBytes != 0 {
 		return o.indexBytes

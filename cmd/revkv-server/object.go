@@ -30,8 +30,8 @@ func init() {
 // limits are the thresholds of the compact encodings.
 type limits struct {
 	hashEntries, hashValue, setInts, zsetEntries, zsetValue atomic.Int64
-	// replyEntries bounds the entries REVKV.CHANGES and REVKV.DIFF gather
-	// for one reply (0: no bound). A reply is counted before it is sent,
+	// replyEntries bounds the entries REVKV.HISTORY, REVKV.CHANGES and
+	// REVKV.DIFF gather for one reply (0: no bound). A reply is counted before it is sent,
 	// so it is held whole in memory first: without a bound, one command
 	// over years of sealed history would hold all of it.
 	replyEntries atomic.Int64
