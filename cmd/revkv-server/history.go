@@ -238,6 +238,9 @@ func (s *server) keyHistoryOnce(c *client, key string, count int64) (es []revkv.
 			return nil, false, false
 		}
 		seen = true
+		if hook := s.historyHook.Load(); hook != nil {
+			(*hook)(len(es) + 1)
+		}
 		coll = coll || e.Op == revkv.OpPut && isMeta(e.Value)
 		switch {
 		case newest && coll: // a collection after all: its older entries are gone

@@ -129,3 +129,48 @@ func TestHistoryCollectionAfterLongHistory(t *testing.T) {
 	require.Equal(t, "OK", do(c, "config", "set", "revkv-max-reply-entries", 0))
 	require.Len(t, do(c, "revkv.history", "t", "count", 1), 1)
 }
+
+// TestHistoryCutWhileRead: REVKV.HISTORY streams a key's history a few
+// hundred entries at a time, so a compaction between two reads can cut
+// the history it is in. It then reads the history again: the reply is the
+// history kept after the cut, whole, never the entries before the cut
+// joined to those after it. Cut three times in a row, it says so.
+func TestHistoryCutWhileRead(t *testing.T) {
+	for _, cuts := range []int{1, 2, 3} {
+		t.Run(fmt.Sprint("cuts=", cuts), func(t *testing.T) {
+			s, addr := startServer(t, config{})
+			c := newClient(t, addr)
+			for i := range 2000 { // far more than one of HistoryRange's reads
+				_, err := s.store.Put("k", []byte(fmt.Sprint(i)))
+				require.NoError(t, err)
+			}
+			made := 0
+			hook := func(seen int) { // each reading's first entry: cut what it has not read yet
+				if seen != 1 || made == cuts {
+					return
+				}
+				made++
+				for i := range 1000 {
+					_, err := s.store.Put("k", []byte(fmt.Sprint("more", i)))
+					require.NoError(t, err)
+				}
+				require.NoError(t, s.store.Compact(s.store.Rev()-500))
+			}
+			s.historyHook.Store(&hook)
+			got := do(c, "revkv.history", "k")
+			s.historyHook.Store(nil)
+			require.Equal(t, cuts, made)
+			if cuts == 3 {
+				require.Equal(t, "error: ERR REVKV.HISTORY: the key's history was cut while it was read, three times: try again", got)
+				return
+			}
+			h := got.([]any)
+			require.Len(t, h, 501, "the history kept since the last cut")
+			for i := 1; i < len(h); i++ {
+				require.Equal(t, h[i-1].([]any)[2].(int64)+1, h[i].([]any)[2], "no hole at entry %d", i)
+			}
+			require.Equal(t, int64(s.store.Rev()), h[len(h)-1].([]any)[2])
+			require.Equal(t, got, do(c, "revkv.history", "k"), "the same as a reading with no cut")
+		})
+	}
+}

@@ -63,7 +63,11 @@ type server struct {
 	// begins: another client's write may land between the EXEC's reading
 	// and its running.
 	execHook atomic.Pointer[func()]
-	stats    struct {
+	// historyHook, if set (by tests), runs after each entry REVKV.HISTORY
+	// reads of a key, with how many its reading has seen: the test may
+	// trim the history under it there.
+	historyHook atomic.Pointer[func(seen int)]
+	stats       struct {
 		commands    atomic.Int64
 		connections atomic.Int64
 		rejected    atomic.Int64
