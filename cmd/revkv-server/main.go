@@ -48,6 +48,7 @@ func main() {
 		showVersion = fs.Bool("version", false, "print the version and exit")
 		logLevel    = fs.String("log-level", "info", "log at `LEVEL`: debug, info, warn or error")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
+		memProfile  = fs.String("memprofile", "", "write a profile of the whole run's allocations to `FILE` when the server stops")
 	)
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:6380", "listen on `HOST:PORT`")
 	fs.StringVar(&cfg.requirepass, "requirepass", "", "clients must AUTH with `PASSWORD` (default: no password)")
@@ -128,12 +129,32 @@ func main() {
 		log.Error("accepting connections failed", "err", err)
 	}
 	stopPage()
-	if err := s.shutdown(ln, 5*time.Second); err != nil {
+	err = s.shutdown(ln, 5*time.Second)
+	if *memProfile != "" {
+		if err := writeAllocs(*memProfile); err != nil {
+			log.Error("--memprofile", "err", err)
+		}
+	}
+	if err != nil {
 		log.Error("closing the store", "err", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 	log.Info("stopped", "rev", store.Rev())
+}
+
+// writeAllocs writes the profile of every allocation sampled since the
+// server started (pprof's allocs: go tool pprof -sample_index=alloc_space).
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // openStore opens the store: on dir, or in memory if dir is empty. Bytes

@@ -68,6 +68,29 @@ func runServer(t *testing.T, args ...string) (*exec.Cmd, string) {
 	return cmd, addr
 }
 
+// TestProfiles: --cpuprofile and --memprofile write their profiles (gzip
+// files, as pprof writes them) when the server stops.
+func TestProfiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary: run without -short")
+	}
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	cmd, addr := runServer(t, "--cpuprofile", cpu, "--memprofile", mem)
+	c := newClient(t, addr)
+	for i := range 100 {
+		require.Equal(t, "OK", do(c, "set", fmt.Sprint("k", i), "v"))
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "a clean exit after SIGTERM")
+	for _, f := range []string{cpu, mem} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.Greater(t, len(b), 100, f)
+		require.Equal(t, []byte{0x1f, 0x8b}, b[:2], "%s is a gzip file", f)
+	}
+}
+
 // TestDurableServer: write, SIGTERM, restart on the same --dir and read the
 // history back; then SIGKILL in the middle of writes under --sync always:
 // every acknowledged write is there after a restart.
@@ -184,7 +207,7 @@ func TestHelp(t *testing.T) {
 		require.Contains(t, string(out), "Usage: revkv-server [flags]")
 		for _, f := range []string{"--addr HOST:PORT", "--dir DIR", "--sync MODE", "--max-history N", "--retention DURATION",
 			"--expiry-interval DURATION", "--requirepass PASSWORD", "--max-clients N", "--max-value BYTES", "--log-level LEVEL",
-			"--cpuprofile FILE", "--zset-rank-cache N", "--version"} {
+			"--cpuprofile FILE", "--memprofile FILE", "--zset-rank-cache N", "--version"} {
 			require.Contains(t, string(out), "\n  "+f+" ", "%s lists %s", arg, f)
 		}
 		require.Contains(t, string(out), "Examples:\n")
