@@ -26,8 +26,11 @@ type KeyDiff[V any] struct {
 // whose TTL ran out is live until the revision of its OpExpire.
 //
 // from > to, or to > Rev(), is ErrFutureRevision; from below Floor() is
-// ErrCompacted; from <= 0 compares with the empty state. Its cost grows
-// with the revisions between from and to, not with the number of keys: the
+// ErrCompacted, but from <= 0 compares with the empty state, which is
+// always known (once a compaction dropped the revisions that made the
+// keys, it walks the keys with the prefix instead of the revisions). Its
+// cost grows with the revisions between from and to, not with the number
+// of keys: the
 // store keeps an index from each revision above Floor to the key that made
 // it (one pointer a revision), built by the first Diff from the keys' logs
 // and kept by every commit after it; a store that never diffs never builds
@@ -79,8 +82,20 @@ func (s *state[V]) diffKeys(prefix string, from, to int64) ([]*keyLog[V], *View[
 		return nil, nil, diffErr(prefix, from, to, detail(ErrFutureRevision, "latest is", h.Rev))
 	case from > to:
 		return nil, nil, diffErr(prefix, from, to, detail(ErrFutureRevision, "from is after to", to))
-	case from < floor && (from > 0 || floor > 0):
+	case from < floor && from > 0:
 		return nil, nil, diffErr(prefix, from, to, detail(ErrCompacted, "floor is", floor))
+	case from <= 0 && floor > 0:
+		// The empty state against to: every key with the prefix live at
+		// to, which the index, kept from the floor on, cannot list.
+		var kls []*keyLog[V]
+		s.tree.AscendGreaterOrEqual(&keyLog[V]{key: prefix}, func(kl *keyLog[V]) bool {
+			if !strings.HasPrefix(kl.key, prefix) {
+				return false
+			}
+			kls = append(kls, kl)
+			return true
+		})
+		return kls, s.openLocked(to, time.Time{}), nil
 	}
 	from = max(from, 0)
 	pin := s.openLocked(from, time.Time{})

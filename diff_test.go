@@ -92,6 +92,9 @@ func TestDiffAgainstViews(t *testing.T) {
 					floor, head := s.Floor(), s.Rev()
 					from := floor + revkv.Revision(rng.Int63n(int64(head-floor)+1))
 					to := from + revkv.Revision(rng.Int63n(int64(head-from)+1))
+					if rng.Intn(5) == 0 { // the empty state, compacted or not
+						from = 0
+					}
 					prefix := []string{"", "a", "a/", "b", "c/", "z"}[rng.Intn(6)]
 					got, err := collectDiff(t, s, prefix, from, to)
 					require.NoError(t, err)
@@ -147,6 +150,14 @@ func TestDiffErrors(t *testing.T) {
 	require.ErrorIs(t, err, revkv.ErrFutureRevision)
 	_, err = collectDiff(t, s, "", 5, 11)
 	require.ErrorIs(t, err, revkv.ErrFutureRevision)
+	for _, from := range []revkv.Revision{0, -1} { // the empty state is known after a compaction too
+		got, err := collectDiff(t, s, "", from, 8)
+		require.NoError(t, err)
+		require.Len(t, got, 8, "from %d", from)
+		require.Equal(t, "k7", got[7].Key)
+		require.Zero(t, got[7].Before.Rev)
+		require.Equal(t, revkv.Revision(8), got[7].After.Rev)
+	}
 	got, err := collectDiff(t, s, "", 7, 7)
 	require.NoError(t, err)
 	require.Empty(t, got, "a revision against itself")

@@ -337,7 +337,10 @@
 // wrapping one of the sentinels of errors.go, so that it reads as one
 // sentence (revkv: delete "missing": key not found); test it with errors.Is,
 // and read OpError.Rev with errors.As (for ErrConflict, the key's current
-// revision; for ErrCompacted, the revision to ask for instead). A negative
+// revision; for a read at a revision, the revision asked for, the oldest
+// readable one being in the message; for the ErrCompacted of Changes,
+// Watch and HistoryRange, the revision from which the rest is whole, to
+// ask for instead). A negative
 // option value or a nil clock is a programming error: New panics with a
 // message naming the option.
 package revkv

@@ -94,7 +94,9 @@ type OpError struct {
 	Key string // the key, if the call has one
 	// Rev is the revision the error is about: for ErrConflict the key's
 	// current revision (0: missing or expired), for reads at a revision and
-	// for Compact the revision asked for; 0 otherwise.
+	// for Compact the revision asked for, for the ErrCompacted of Changes,
+	// Watch and HistoryRange the revision from which the rest is whole;
+	// 0 otherwise.
 	Rev Revision
 	Err error
 

@@ -239,7 +239,7 @@ func (s *Store[V]) GetAsOf(key string, t time.Time) (V, bool, error) {
 		return s.getSealedAsOf(key, t)
 	}
 	if m := s.compaction.Load(); st == revlog.Compacted || (m != nil && t.Before(m.time)) {
-		return zero, false, keyErr("get", key, "as of", t, detail(ErrCompacted, "oldest readable revision is", s.oldestOf(kl)))
+		return zero, false, keyErr("get", key, "as of", t, detail(ErrCompacted, "oldest readable is", s.oldestOf(kl)))
 	}
 	if st != revlog.Found || !e.Live(ttl.Nanos(t)) {
 		return zero, false, nil

@@ -20,10 +20,10 @@ type histCache struct {
 }
 
 // historyRange yields key's retained entries with from <= Rev <= to (to
-// <= 0: up to the latest), oldest first: the shape of the contract's
-// Store.HistoryRange (§12), which the store does not have yet. Until it
-// does, this reads History once per key and revision and keeps it, and
-// this function is the one place to swap for it.
+// <= 0: up to the latest), oldest first, as Store.HistoryRange does. The
+// timeline counts a key's entries and pages and zooms through them, so it
+// reads History once per key and revision and keeps the last key's copy,
+// where HistoryRange would read the history again at each request.
 func (h *Handler) historyRange(key string, from, to revkv.Revision) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		es := h.keyHistory(key)

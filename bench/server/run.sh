@@ -17,7 +17,9 @@
 # --max-history 1. bench/server/ratio.py turns the CSV into a table of
 # revkv's rate over Redis's. REVKV_BIN runs a revkv-server built
 # elsewhere (another commit's, for a before and after) instead of this
-# tree's. PIPELINES overrides the in-memory depths ("1 16").
+# tree's. PIPELINES overrides the in-memory depths ("1 16"). PROFILE=DIR
+# has revkv-server write a CPU and an allocation profile of each run into
+# DIR (TEST-PN.cpu and TEST-PN.mem; durable-set-PN.*), for go tool pprof.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 n=${1:-1000000}
@@ -55,6 +57,10 @@ run() { # run LABEL REVKV-FLAGS -- REDIS-FLAGS -- BENCH-ARGS: each server afresh
   while [ "$1" != -- ]; do rflags+=("$1"); shift; done; shift
   while [ "$1" != -- ]; do sflags+=("$1"); shift; done; shift
   bargs=("$@")
+  if [ -n "${PROFILE:-}" ]; then
+    mkdir -p "$PROFILE"
+    rflags+=(--cpuprofile "$PROFILE/$tag.cpu" --memprofile "$PROFILE/$tag.mem")
+  fi
   rm -rf "$work/data" "$work/appendonlydir"
   "${srv[@]}" "$work/revkv-server" --addr 127.0.0.1:6391 "${rflags[@]}" 2>/dev/null & local rp=$!
   wait_up 6391 $rp
@@ -68,10 +74,12 @@ run() { # run LABEL REVKV-FLAGS -- REDIS-FLAGS -- BENCH-ARGS: each server afresh
 echo 'server,mode,"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"'
 for t in ${tests//,/ }; do
   for p in ${PIPELINES:-1 16}; do
+    tag=$t-P$p
     run "memory P$p" -- --appendonly no -- -t "$t" -n "$n" -P $p
   done
 done
 for p in 1 16; do
+  tag=durable-set-P$p
   run "durable P$p" --dir "$work/data" --sync always -- --appendonly yes --appendfsync always -- -t set -n $((n / 20)) -P $p
 done
 rss() { awk '/^VmRSS/ {print $2 * 1024}' "/proc/$1/status"; }

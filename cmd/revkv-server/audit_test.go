@@ -51,7 +51,7 @@ func TestAnnotateAndDigest(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []any{int64(2), hex.EncodeToString(d2[:])}, do(c, "revkv.digest", "2"))
 	require.Contains(t, do(c, "revkv.digest", "99"), "FUTUREREV")
-	require.Contains(t, do(c, "revkv.digest", "x"), "not an integer")
+	require.Equal(t, "error: ERR revision is not a whole number, 0 or more", do(c, "revkv.digest", "x"))
 	require.Contains(t, do(c, "revkv.digest", "1", "2"), "syntax")
 
 	_, memAddr := startServer(t, config{})

@@ -319,6 +319,50 @@ func TestDiffShowsElements(t *testing.T) {
 	require.Equal(t, []string{"true true", "true false", "true false", "false true"}, rows)
 }
 
+// TestCollectionsInHistoryReplies: every REVKV reply shows a collection
+// by its type, never its internal record: CHANGES and WATCH show its own
+// entries as its type, GETAT and GETASOF answer WRONGTYPE as GET does,
+// and DIFF over it works after a compaction (the empty state its new
+// elements are compared with is known whatever the floor).
+func TestCollectionsInHistoryReplies(t *testing.T) {
+	_, addr := startServer(t, config{})
+	c := newClient(t, addr)
+	do(c, "set", "s", "x")
+	do(c, "hset", "h", "f", "1")
+	do(c, "hset", "h", "g", "2")
+	rev := do(c, "revkv.rev").(int64)
+	var vals []any
+	for _, e := range do(c, "revkv.changes", 1, rev).([]any) {
+		vals = append(vals, e.([]any)[0], e.([]any)[5])
+	}
+	require.Equal(t, []any{"s", "x", "h", "hash", "h", "hash"}, vals, "the hash's own entries, as its type")
+	require.Equal(t, "error: "+errWrongType, do(c, "revkv.getat", "h", rev))
+	time.Sleep(2 * time.Millisecond) // a millisecond after the writes, before now
+	require.Equal(t, "error: "+errWrongType, do(c, "revkv.getasof", "h", time.Now().UnixMilli()))
+	require.Equal(t, "x", do(c, "revkv.getat", "s", rev))
+
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	fmt.Fprintf(conn, "REVKV.WATCH h 1\r\n")
+	r := bufio.NewReader(conn)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var lines []string
+	for len(lines) == 0 || lines[len(lines)-1] != "hash" {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		require.NotContains(t, line, internal, "no internal bytes")
+		lines = append(lines, strings.TrimSpace(line))
+	}
+
+	require.Equal(t, "OK", do(c, "revkv.compact", 2))
+	rows := do(c, "revkv.diff", 2, rev).([]any)
+	require.Len(t, rows, 3, "h, then its elements f and g")
+	do(c, "del", "h")
+	rows = do(c, "revkv.diff", rev, do(c, "revkv.rev")).([]any)
+	require.Len(t, rows, 3, "h, and both elements gone")
+}
+
 // TestRESP3 checks RESP3's shapes, byte for byte, after HELLO 3: maps,
 // sets, doubles, pairs, nulls, pushes; and RESP2's back after HELLO 2.
 func TestRESP3(t *testing.T) {

@@ -50,14 +50,11 @@ const errRevision = "ERR revision is not a whole number, 0 or more"
 // answered and ok is false.
 func revArg(c *client, b []byte) (revkv.Revision, bool) {
 	n, ok := parseInt(b)
-	switch {
-	case !ok:
-		c.w.Error(errNotInt)
-	case n < 0:
+	if !ok || n < 0 {
 		c.w.Error(errRevision)
-		ok = false
+		return 0, false
 	}
-	return revkv.Revision(n), ok
+	return revkv.Revision(n), true
 }
 
 // revRange parses a command's from and to revisions; a bad one is
@@ -88,12 +85,16 @@ func cmdGetAsOf(s *server, c *client, a [][]byte) {
 	getReply(c, v, found, err)
 }
 
+// getReply answers GETAT and GETASOF: a string's value, nil, or WRONGTYPE
+// for a collection, as GET answers (REVKV.HISTORY shows its elements).
 func getReply(c *client, v []byte, found bool, err error) {
 	switch {
 	case err != nil:
 		c.w.Error(historyError(err))
 	case !found:
 		c.w.Null()
+	case isMeta(v):
+		c.w.Error(errWrongType)
 	default:
 		c.w.Bulk(v)
 	}
@@ -307,12 +308,13 @@ func cmdAnnotateAlone(_ *server, c *client, _ [][]byte) {
 	c.w.Error("ERR REVKV.ANNOTATE annotates a transaction: use it between MULTI and EXEC")
 }
 
-// entries writes es as an array of entries.
+// entries writes es as an array of entries, a collection's own as its
+// type (entryUnder).
 func entries(c *client, s *server, es []revkv.Entry[[]byte]) {
 	notes := &notesOf{store: s.store}
 	c.w.Array(len(es))
 	for _, e := range es {
-		entry(c, e, notes)
+		entryUnder(c, e, e.Key, notes)
 	}
 }
 
@@ -501,7 +503,7 @@ func cmdWatchPrefix(s *server, c *client, a [][]byte) {
 		c.w.Array(3)
 		c.w.BulkString("entry")
 		c.w.BulkString(prefix)
-		entry(c, e, notes)
+		entryUnder(c, e, e.Key, notes)
 		if err := c.w.Flush(); err != nil {
 			return
 		}

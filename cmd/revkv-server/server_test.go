@@ -310,7 +310,8 @@ func TestHistoryCommands(t *testing.T) {
 	require.Len(t, ch[2], 7, "CHANGES's entries are HISTORY's")
 	require.Len(t, do(c, "revkv.changes", 1, 4), 4, "every key without a prefix")
 	require.Equal(t, "error: ERR syntax error", do(c, "revkv.changes", 1, 2, "a", "b"))
-	require.Equal(t, "error: ERR value is not an integer or out of range", do(c, "revkv.changes", "cfg/", 2, 4), "from, to, then the prefix, as DIFF")
+	require.Equal(t, "error: ERR revision is not a whole number, 0 or more", do(c, "revkv.changes", "cfg/", 2, 4), "from, to, then the prefix, as DIFF")
+	require.Equal(t, "error: ERR revision is not a whole number, 0 or more", do(c, "revkv.getat", "cfg/a", "1.5"), "not a whole number")
 	require.Equal(t, "error: ERR revision is not a whole number, 0 or more", do(c, "revkv.getat", "cfg/a", -1))
 	require.Equal(t, "error: ERR revision is not a whole number, 0 or more", do(c, "revkv.diff", -1, 2))
 	time.Sleep(5 * time.Millisecond) // a millisecond after the writes, before now
