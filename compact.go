@@ -30,7 +30,12 @@ const noPin = math.MaxInt64 // oldestPin when no view is open
 // tombstone is at rev itself stays until a compaction above rev, so that a
 // Watch or Changes from rev (from Floor) still finds it. rev > Rev()
 // is ErrFutureRevision; rev at or below the last compaction is a no-op. It
-// walks every key, taking the write lock for one key at a time.
+// walks every key, taking the write lock for one key at a time. On a
+// directory the compaction is logged before the walk, and each key's cut
+// as the walk makes it: a crash during the walk leaves the floor in place
+// and the keys it had not reached with their older entries, as an open
+// View's pin leaves them. Reads answer as the compaction says; History
+// lists those entries until the next Trim or Compact cuts them.
 //
 // If the time of rev is no longer known (a count trim let it go, see the
 // package documentation), the compaction's time is the newest time among
