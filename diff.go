@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/btree"
 )
 
 // KeyDiff is one key whose visible entry differs between two revisions.
@@ -25,25 +27,35 @@ type KeyDiff[V any] struct {
 // its entry is another one. Reads are at revisions, as At's are: a value
 // whose TTL ran out is live until the revision of its OpExpire.
 //
-// from > to, or to > Rev(), is ErrFutureRevision; from below Floor() is
-// ErrCompacted, but from <= 0 compares with the empty state, which is
-// always known (once a compaction dropped the revisions that made the
-// keys, it walks the keys with the prefix instead of the revisions). Its
-// cost grows with the revisions between from and to, not with the number
-// of keys: the
-// store keeps an index from each revision above Floor to the key that made
-// it (one pointer a revision), built by the first Diff from the keys' logs
-// and kept by every commit after it; a store that never diffs never builds
-// it. Diff pins from while it runs, as a View does, so that compaction and
-// trims keep what it reads; the loop body may use the store freely.
+// from > to, or to > Rev(), is ErrFutureRevision; from or to below
+// Floor() is ErrCompacted, but from <= 0 compares with the empty state,
+// which is always known. Its cost grows with the revisions between from
+// and to, not with the number of keys: the store keeps an index from each
+// revision above Floor to the key that made it (one pointer a revision),
+// built by the first Diff from the keys' logs and kept by every commit
+// after it; a store that never diffs never builds it. Once a compaction
+// dropped the revisions that made the keys, a Diff from the empty state
+// walks the keys with the prefix instead (a clone of the key tree, taken
+// under the lock and walked outside it). Diff pins from (to, from the empty
+// state) while it runs, as a View does, so that compaction and trims keep
+// what it reads; the loop body may use the store freely.
 func (s *Store[V]) Diff(prefix string, from, to Revision) iter.Seq2[KeyDiff[V], error] {
 	return func(yield func(KeyDiff[V], error) bool) {
-		kls, pin, err := s.diffKeys(prefix, int64(from), int64(to))
+		kls, all, pin, err := s.diffKeys(prefix, int64(from), int64(to))
 		if err != nil {
 			yield(KeyDiff[V]{}, err)
 			return
 		}
 		defer pin.Close()
+		if all != nil { // the empty state against to, after a compaction
+			all.AscendGreaterOrEqual(&keyLog[V]{key: prefix}, func(kl *keyLog[V]) bool {
+				if !strings.HasPrefix(kl.key, prefix) {
+					return false
+				}
+				kls = append(kls, kl)
+				return true
+			})
+		}
 		before, after := &View[V]{s: s.state, rev: int64(from)}, &View[V]{s: s.state, rev: int64(to)}
 		for _, kl := range kls {
 			b, bok := before.at(kl)
@@ -71,31 +83,23 @@ func (s *Store[V]) Diff(prefix string, from, to Revision) iter.Seq2[KeyDiff[V], 
 
 // diffKeys returns the logs of the keys with prefix that revisions
 // from+1..to changed, in key order, and a view that pins from (to be
-// closed), or Diff's error.
-func (s *state[V]) diffKeys(prefix string, from, to int64) ([]*keyLog[V], *View[V], error) {
+// closed), or Diff's error. From the empty state after a compaction, which
+// the index cannot list, it returns instead a clone of the key tree, for
+// Diff to walk for the keys with prefix, and a view that pins to.
+func (s *state[V]) diffKeys(prefix string, from, to int64) ([]*keyLog[V], *btree.BTreeG[*keyLog[V]], *View[V], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.order.Head()
 	floor := s.floor.Load()
 	switch {
 	case to > h.Rev:
-		return nil, nil, diffErr(prefix, from, to, detail(ErrFutureRevision, "latest is", h.Rev))
+		return nil, nil, nil, diffErr(prefix, from, to, detail(ErrFutureRevision, "latest is", h.Rev))
 	case from > to:
-		return nil, nil, diffErr(prefix, from, to, detail(ErrFutureRevision, "from is after to", to))
-	case from < floor && from > 0:
-		return nil, nil, diffErr(prefix, from, to, detail(ErrCompacted, "floor is", floor))
+		return nil, nil, nil, diffErr(prefix, from, to, detail(ErrFutureRevision, "from is after to", to))
+	case from < floor && from > 0, to < floor && to > 0:
+		return nil, nil, nil, diffErr(prefix, from, to, detail(ErrCompacted, "floor is", floor))
 	case from <= 0 && floor > 0:
-		// The empty state against to: every key with the prefix live at
-		// to, which the index, kept from the floor on, cannot list.
-		var kls []*keyLog[V]
-		s.tree.AscendGreaterOrEqual(&keyLog[V]{key: prefix}, func(kl *keyLog[V]) bool {
-			if !strings.HasPrefix(kl.key, prefix) {
-				return false
-			}
-			kls = append(kls, kl)
-			return true
-		})
-		return kls, s.openLocked(to, time.Time{}), nil
+		return nil, s.tree.Clone(), s.openLocked(to, time.Time{}), nil
 	}
 	from = max(from, 0)
 	pin := s.openLocked(from, time.Time{})
@@ -110,14 +114,14 @@ func (s *state[V]) diffKeys(prefix string, from, to int64) ([]*keyLog[V], *View[
 		// Sealed revisions, which the index leaves to the tier.
 		if err := s.sealedKeysLocked(from+1, min(to, revs.base-1), add); err != nil {
 			pin.Close()
-			return nil, nil, diffErr(prefix, from, to, err)
+			return nil, nil, nil, diffErr(prefix, from, to, err)
 		}
 	}
 	for r := max(from+1, revs.base); r <= to; r++ {
 		add(revs.at(r))
 	}
 	slices.SortFunc(kls, func(a, b *keyLog[V]) int { return strings.Compare(a.key, b.key) })
-	return slices.Compact(kls), pin, nil
+	return slices.Compact(kls), nil, pin, nil
 }
 
 // diffErr is Diff's error: revkv: diff "prefix" from 3 to 9: ...

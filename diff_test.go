@@ -96,6 +96,10 @@ func TestDiffAgainstViews(t *testing.T) {
 						from = 0
 					}
 					prefix := []string{"", "a", "a/", "b", "c/", "z"}[rng.Intn(6)]
+					if floor > 1 && rng.Intn(10) == 0 { // the empty state against a revision compacted away
+						_, err := collectDiff(t, s, prefix, 0, 1+revkv.Revision(rng.Int63n(int64(floor)-1)))
+						require.ErrorIs(t, err, revkv.ErrCompacted)
+					}
 					got, err := collectDiff(t, s, prefix, from, to)
 					require.NoError(t, err)
 					require.Equal(t, bruteDiff(t, s, prefix, from, to), got, "Diff(%q, %d, %d)", prefix, from, to)
@@ -158,6 +162,9 @@ func TestDiffErrors(t *testing.T) {
 		require.Zero(t, got[7].Before.Rev)
 		require.Equal(t, revkv.Revision(8), got[7].After.Rev)
 	}
+	_, err = collectDiff(t, s, "", 0, 3) // the empty state, but to below the floor
+	require.ErrorIs(t, err, revkv.ErrCompacted)
+	require.EqualError(t, err, `revkv: diff "" from 0 to 3: required revision has been compacted (floor is 5)`)
 	got, err := collectDiff(t, s, "", 7, 7)
 	require.NoError(t, err)
 	require.Empty(t, got, "a revision against itself")

@@ -21,6 +21,9 @@
 # has revkv-server write a CPU and an allocation profile of each run into
 # DIR (TEST-PN.cpu and TEST-PN.mem; durable-set-PN.*), for go tool pprof.
 set -euo pipefail
+if [ -n "${PROFILE:-}" ]; then
+  PROFILE=$(realpath -m "$PROFILE") # from where the script was run, before the cd
+fi
 cd "$(dirname "$0")/../.."
 n=${1:-1000000}
 tests=${TESTS:-set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset}

@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
@@ -94,6 +95,12 @@ func main() {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
+	var allocs *os.File // created now, so that a bad path fails at startup
+	if *memProfile != "" {
+		if allocs, err = os.Create(*memProfile); err != nil {
+			fatal("--memprofile: %v", err)
+		}
+	}
 	store, err := openStore(*dir, opts, log)
 	if err != nil {
 		fatal("%v", err)
@@ -130,8 +137,8 @@ func main() {
 	}
 	stopPage()
 	err = s.shutdown(ln, 5*time.Second)
-	if *memProfile != "" {
-		if err := writeAllocs(*memProfile); err != nil {
+	if allocs != nil {
+		if err := writeAllocs(allocs); err != nil {
 			log.Error("--memprofile", "err", err)
 		}
 	}
@@ -143,13 +150,12 @@ func main() {
 	log.Info("stopped", "rev", store.Rev())
 }
 
-// writeAllocs writes the profile of every allocation sampled since the
-// server started (pprof's allocs: go tool pprof -sample_index=alloc_space).
-func writeAllocs(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
+// writeAllocs writes to f the profile of every allocation sampled since
+// the server started (pprof's allocs: go tool pprof
+// -sample_index=alloc_space), after a collection, as the profile holds the
+// allocations up to the last one (go test -memprofile does the same).
+func writeAllocs(f *os.File) error {
+	runtime.GC()
 	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 		f.Close()
 		return err
