@@ -1,6 +1,7 @@
 package revkv_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -174,4 +175,80 @@ func TestDiffErrors(t *testing.T) {
 	require.Equal(t, "k5", got[0].Key)
 	require.Zero(t, got[0].Before.Rev, "absent at 5")
 	require.Equal(t, revkv.Revision(6), got[0].After.Rev)
+}
+
+// TestDiffFromEmptyConcurrent: Diff from the empty state after a
+// compaction (a walk of the key tree, not of the revisions) against a View
+// at the same revision, while another goroutine writes, deletes and
+// compacts; half the loops break early, and every pin is let go after.
+func TestDiffFromEmptyConcurrent(t *testing.T) {
+	s := revkv.New[string]()
+	defer s.Close()
+	for i := range 300 {
+		s.Put(fmt.Sprint("k", i%150), fmt.Sprint(i))
+	}
+	require.NoError(t, s.Compact(s.Rev()-20))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewSource(1))
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := fmt.Sprint("k", rng.Intn(200))
+			switch rng.Intn(4) {
+			case 0:
+				s.Delete(k)
+			case 3:
+				if s.Rev() > 5 {
+					s.Compact(s.Rev() - 2)
+				}
+			default:
+				s.Put(k, fmt.Sprint(i))
+			}
+		}
+	}()
+	for iter := range 100 {
+		v, err := s.At(s.Rev())
+		for errors.Is(err, revkv.ErrCompacted) { // a compaction passed the head just read
+			v, err = s.At(s.Rev())
+		}
+		require.NoError(t, err)
+		to := v.Rev()
+		want := map[string]revkv.Revision{}
+		for k := range v.Scan("k") {
+			e, _ := v.Entry(k)
+			want[k] = e.Rev
+		}
+		got := map[string]revkv.Revision{}
+		n := 0
+		compacted := false
+		for d, err := range s.Diff("k", 0, to) {
+			if errors.Is(err, revkv.ErrCompacted) && to < s.Floor() {
+				compacted = true // a compaction passed to since the view opened
+				break
+			}
+			require.NoError(t, err)
+			require.Zero(t, d.Before.Rev)
+			got[d.Key] = d.After.Rev
+			if n++; iter%2 == 1 && n == 40 {
+				break // an early break must release the pin
+			}
+		}
+		if iter%2 == 0 && !compacted {
+			require.Equal(t, want, got, "Diff(k, 0, %d)", to)
+		}
+		v.Close()
+	}
+	close(stop)
+	<-done
+	// every pin let go: a compaction to the head cuts every key to one entry
+	require.NoError(t, s.Compact(s.Rev()))
+	for i := range 200 {
+		require.LessOrEqual(t, len(s.History(fmt.Sprint("k", i))), 1, "k%d", i)
+	}
 }
