@@ -47,7 +47,7 @@ func (h *Handler) counts(prefix string) (*prefixCount, error) {
 		pc = &prefixCount{prefix: prefix, floor: floor, keys: map[string]*keyCount{}}
 	}
 	if head := h.s.Rev(); pc.rev < head {
-		if err := pc.walk(h.s, head); err != nil {
+		if err := pc.walk(h.s, head, h.hidden); err != nil {
 			return nil, err
 		}
 	}
@@ -58,9 +58,10 @@ func (h *Handler) counts(prefix string) (*prefixCount, error) {
 	return pc, nil
 }
 
-// walk counts the entries after pc.rev up to head. A stretch trimmed
-// away while it walks is skipped, from where Changes says it can go on.
-func (pc *prefixCount) walk(s *Store, head revkv.Revision) error {
+// walk counts the entries after pc.rev up to head, but for hidden keys'. A
+// stretch trimmed away while it walks is skipped, from where Changes says
+// it can go on.
+func (pc *prefixCount) walk(s *Store, head revkv.Revision, hidden func(string) bool) error {
 	from := max(pc.rev+1, s.Floor(), 1)
 	for from <= head {
 		restart := revkv.Revision(0)
@@ -73,6 +74,10 @@ func (pc *prefixCount) walk(s *Store, head revkv.Revision) error {
 				}
 				return storeError(err, "the history under "+strconv.Quote(pc.prefix))
 			}
+			from = e.Rev + 1
+			if hidden(e.Key) {
+				continue
+			}
 			kc := pc.keys[e.Key]
 			if kc == nil {
 				kc = &keyCount{}
@@ -82,7 +87,6 @@ func (pc *prefixCount) walk(s *Store, head revkv.Revision) error {
 			kc.revs++
 			kc.last = e
 			pc.revs++
-			from = e.Rev + 1
 		}
 		if restart == 0 {
 			break
@@ -137,8 +141,10 @@ func (h *Handler) apiKeys(r *http.Request) (any, error) {
 		return nil, err
 	}
 	live := 0
-	for range h.s.Scan(prefix) {
-		live++
+	for k := range h.s.Scan(prefix) {
+		if !h.hidden(k) {
+			live++
+		}
 	}
 	keys, matched := []jsonKey{}, 0
 	var next string

@@ -64,7 +64,7 @@ func (h *Handler) apiEvents(w http.ResponseWriter, r *http.Request) {
 				clear(seen)
 			}
 			rev = e.Rev
-			if !seen[e.Key] {
+			if !seen[e.Key] && !h.hidden(e.Key) {
 				if len(keys) < 100 {
 					seen[e.Key] = true
 					keys = append(keys, e.Key)

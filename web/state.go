@@ -58,6 +58,9 @@ func (h *Handler) apiState(r *http.Request) (any, error) {
 	}
 	keys, live := []jsonEntry{}, 0
 	for k := range v.Scan(prefix) {
+		if h.hidden(k) {
+			continue
+		}
 		live++
 		if after != "" && k <= after || len(keys) > limit {
 			continue
@@ -129,6 +132,9 @@ func (h *Handler) apiDiff(r *http.Request) (any, error) {
 	for d, err := range h.s.Diff(prefix, from, to) {
 		if err != nil {
 			return nil, storeError(err, "the diff from "+strconv.FormatInt(int64(from), 10))
+		}
+		if h.hidden(d.Key) {
+			continue
 		}
 		kind := "changed"
 		switch {

@@ -49,6 +49,11 @@ type Options struct {
 	Live bool
 	// Title names what is served (a directory, a server's address).
 	Title string
+	// Hide, if not empty, is a key prefix the page leaves out of its lists
+	// of keys, its counts, its state, its diffs and its events:
+	// revkv-server's internal records of its collections' elements. A key
+	// asked for by name is still shown.
+	Hide string
 }
 
 // Handler is the page and its API over one store. It only reads the
@@ -74,6 +79,11 @@ var assets embed.FS
 // query and asks the API.
 var views = map[string]string{
 	"/": "keys", "/key": "key", "/state": "state", "/diff": "diff", "/verify": "verify", "/entry": "entry",
+}
+
+// hidden reports whether the page leaves key out of its lists (Options.Hide).
+func (h *Handler) hidden(key string) bool {
+	return h.opts.Hide != "" && strings.HasPrefix(key, h.opts.Hide)
 }
 
 // New returns the handler for s.

@@ -40,7 +40,7 @@ func startPage(store *revkv.Store[[]byte], title string, log *slog.Logger) (stop
 	if title == "" {
 		title = "in memory"
 	}
-	h := web.New(store, web.Options{Token: token, Live: true, Title: "revkv-server · " + title})
+	h := web.New(store, web.Options{Token: token, Live: true, Title: "revkv-server · " + title, Hide: internal})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
@@ -72,6 +73,38 @@ func TestPage(t *testing.T) {
 	require.Len(t, tl.Marks, 1)
 	require.Equal(t, "hello", tl.Marks[0].Value.Text)
 	require.NotEmpty(t, tl.Marks[0].ExpiresAt)
+
+	// A collection is its key on the page: its elements' internal records
+	// are in no list, count, state, diff or event.
+	require.Equal(t, int64(2), do(c, "hset", "h", "f", "1", "g", "2"))
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			var ev struct{ Keys []string }
+			require.NoError(t, json.Unmarshal([]byte(data), &ev))
+			require.Equal(t, []string{"h"}, ev.Keys)
+			break
+		}
+	}
+	listed := func(path, field string) []any {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var m map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
+		if field == "live_keys" {
+			return []any{m[field]}
+		}
+		var keys []any
+		for _, k := range m[field].([]any) {
+			keys = append(keys, k.(map[string]any)["key"])
+		}
+		return keys
+	}
+	require.Equal(t, []any{"greeting", "h"}, listed("/api/keys", "keys"))
+	require.Equal(t, []any{float64(2)}, listed("/api/keys", "live_keys"), "as DBSIZE counts")
+	require.Equal(t, []any{"greeting", "h"}, listed("/api/state", "keys"))
+	require.Equal(t, []any{float64(2)}, listed("/api/state", "live_keys"))
+	require.Equal(t, []any{"greeting", "h"}, listed("/api/diff?from=0&to="+fmt.Sprint(do(c, "revkv.rev")), "changes"))
 
 	bin, err := buildServer()
 	require.NoError(t, err)
