@@ -58,9 +58,9 @@ func (h *Handler) counts(prefix string) (*prefixCount, error) {
 	return pc, nil
 }
 
-// walk counts the entries after pc.rev up to head, but for hidden keys'. A
-// stretch trimmed away while it walks is skipped, from where Changes says
-// it can go on.
+// walk counts the entries after pc.rev up to head, leaving out those of
+// hidden keys. A stretch trimmed away while it walks is skipped, from where
+// Changes says it can go on.
 func (pc *prefixCount) walk(s *Store, head revkv.Revision, hidden func(string) bool) error {
 	from := max(pc.rev+1, s.Floor(), 1)
 	for from <= head {
