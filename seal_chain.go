@@ -2,6 +2,7 @@ package revkv
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"runtime"
 	"slices"
@@ -31,16 +32,42 @@ type rehasher[V any] struct {
 }
 
 // next returns D(e.Rev) given prev = D(e.Rev-1), e being an entry of a
-// segment. A link holds no zone: the entry's is not looked up.
+// segment.
 func (rh *rehasher[V]) next(prev chain.Digest, e *segment.Entry) chain.Digest {
-	if e.Rev < rh.lo || e.Rev > rh.hi {
+	rh.link = linkOfSealed(e)
+	rh.link.Notes = rh.notesOf(e.Rev)
+	return rh.h.Next(prev, &rh.link)
+}
+
+// nextHead returns D(rev) given prev = D(rev-1) and the head of rev's
+// link (appendHead of its entry).
+func (rh *rehasher[V]) nextHead(prev chain.Digest, rev int64, head []byte) chain.Digest {
+	return rh.h.NextHead(prev, head, rh.notesOf(rev))
+}
+
+// notesOf returns the annotations of rev, looking up a span of them
+// at a time.
+func (rh *rehasher[V]) notesOf(rev int64) []string {
+	if rev < rh.lo || rev > rh.hi {
 		rh.s.notes.mu.RLock()
-		rh.notes, rh.lo, rh.hi = rh.s.notes.notesNear(e.Rev)
+		rh.notes, rh.lo, rh.hi = rh.s.notes.notesNear(rev)
 		rh.s.notes.mu.RUnlock()
 	}
-	rh.link = chain.Rev{Rev: e.Rev, Key: e.Key, Op: uint8(e.Op), Sec: e.Sec, Nsec: e.Nsec,
-		HasTTL: e.HasTTL, Expires: e.Expires, Value: e.Value, Notes: rh.notes}
-	return rh.h.Next(prev, &rh.link)
+	return rh.notes
+}
+
+// linkOfSealed is what the chain covers of e, an entry of a segment, but
+// its annotations. A link holds no zone: the entry's is not looked up.
+func linkOfSealed(e *segment.Entry) chain.Rev {
+	return chain.Rev{Rev: e.Rev, Key: e.Key, Op: uint8(e.Op), Sec: e.Sec, Nsec: e.Nsec,
+		HasTTL: e.HasTTL, Expires: e.Expires, Value: e.Value}
+}
+
+// appendHead appends the head of e's link (chain.Rev.AppendHead): the
+// record verify has segment.Records make of each entry.
+func appendHead(dst []byte, e *segment.Entry) []byte {
+	l := linkOfSealed(e)
+	return l.AppendHead(dst)
 }
 
 // checkHeld checks e, an entry of the segment ref,
@@ -287,20 +314,41 @@ func (s *state[V]) sweptSealed(need map[int64]bool) error {
 // re-hash) against the segment's copy. progress, if not nil, is called
 // after each segment with the last revision it covers. A store that
 // never sealed, or made by New, has nothing to check.
+//
+// A segment is read through in the order of its file (segment.Records),
+// its links' heads set in revision order in memory, and rehashed: about
+// verifyMemory bytes in all, shared by the segments being checked at
+// once. A segment larger than its share is read through once for each
+// share's worth.
 func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 	t := s.tierOrNil()
 	if t == nil {
 		return 0, nil
 	}
 	// Segments are re-hashed on every core, each from its own digest
-	// before (Open checked that the footers link up); their results are
-	// taken in order, so progress and the error named are the same as one
-	// at a time would give.
+	// before (Open checked that the footers link up), the largest first
+	// so that the cores finish together, and verifyKept beside them, last;
+	// their results are taken in order, so progress and the error named
+	// are the same as one at a time would give.
 	type result struct {
 		n   int64
 		err error
 	}
 	old := s.heldOlder() // once: it walks every older digest under the chain's lock
+	workers := min(runtime.GOMAXPROCS(0), len(t.segs)+1)
+	budget := max(verifyMemory/min(workers, len(t.segs)), 16<<20)
+	kept := make(chan error, 1)
+	order := make([]int, len(t.segs)+1) // the items by size: a segment's index, or len(t.segs) for verifyKept
+	for i := range order {
+		order[i] = i
+	}
+	size := func(i int) int64 {
+		if i == len(t.segs) {
+			return 0
+		}
+		return t.segs[i].Size()
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(size(b), size(a)) })
 	results := make([]chan result, len(t.segs))
 	for i := range results {
 		results[i] = make(chan result, 1)
@@ -310,10 +358,15 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 	var wg sync.WaitGroup
 	defer wg.Wait() // no worker reads a segment after VerifySealed returns
 	defer stop.Store(true)
-	for range min(runtime.GOMAXPROCS(0), len(t.segs)) {
+	for range workers {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(t.segs) && !stop.Load(); i = int(next.Add(1) - 1) {
-				k, err := s.verifySettled(t, i, old)
+			for j := int(next.Add(1) - 1); j < len(order) && !stop.Load(); j = int(next.Add(1) - 1) {
+				i := order[j]
+				if i == len(t.segs) {
+					kept <- s.verifyKept(t)
+					continue
+				}
+				k, err := s.verifySettled(t, i, old, budget)
 				results[i] <- result{k, err}
 			}
 		})
@@ -329,7 +382,7 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 			progress(Revision(t.refs[i].Last))
 		}
 	}
-	if err := s.verifyKept(t); err != nil {
+	if err := <-kept; err != nil {
 		return n, &OpError{Op: "verify", Key: s.disk.dir, Err: err}
 	}
 	return n, nil
@@ -381,13 +434,12 @@ func (s *state[V]) verifyKept(t *sealed[V]) error {
 }
 
 // verifySegment re-hashes the tier's i-th segment (VerifySealed).
-func (s *state[V]) verifySegment(t *sealed[V], i int, old heldOld) (int64, error) {
+func (s *state[V]) verifySegment(t *sealed[V], i int, old heldOld, budget int) (int64, error) {
 	ref, seg := t.refs[i], t.segs[i]
 	meta, err := t.meta(i)
 	if err != nil {
 		return 0, err
 	}
-	held := walkOf(s, old, ref.First-1, ref.Last).at
 	rh := rehasher[V]{s: s}
 	var n int64
 	from := seg.Footer().TimesFrom
@@ -406,69 +458,100 @@ func (s *state[V]) verifySegment(t *sealed[V], i int, old heldOld) (int64, error
 			}
 		}
 	}
-	d, known, since := seg.Footer().Prev, from == ref.First, ref.First-1
-	marks := meta.marks
-	check := func(r int64, want chain.Digest) error {
-		if known && d != want {
-			return chainBreak(ref, since, r)
-		}
-		d, known, since = want, true, r
-		return nil
-	}
-	next, floor := from, s.floor.Load()
-	for e, err := range seg.Revisions(from, ref.Last) {
-		if err != nil {
-			return n, corruptSegment(ref.Name(), err)
-		}
-		if e.Rev < floor {
-			// Below the floor a sweep may have let go of annotations:
-			// only a kept entry, against the digests held for it.
+	c := segmentCheck[V]{ref: ref, rh: &rh, held: walkOf(s, old, ref.First-1, ref.Last).at, marks: meta.marks,
+		d: seg.Footer().Prev, known: from == ref.First, since: ref.First - 1, next: from}
+	floor := s.floor.Load()
+	if floor > from {
+		// Below the floor a sweep may have let go of annotations: only a
+		// kept entry, against the digests held for it.
+		for e, err := range seg.Revisions(from, min(floor-1, ref.Last)) {
+			if err != nil {
+				return n, corruptSegment(ref.Name(), err)
+			}
 			k, err := rh.checkHeld(ref, &e)
 			if n += k; err != nil {
 				return n, err
 			}
-			known, next = false, e.Rev+1
-			continue
-		}
-		if e.Rev != next { // a gap: the chain starts again where a digest is held
-			known = false
-		}
-		if !known {
-			d, known = held(e.Rev - 1)
-			since = e.Rev - 1
-		}
-		if known {
-			d = rh.next(d, &e)
-			n++
-		}
-		next = e.Rev + 1
-		for len(marks) > 0 && marks[0].rev <= e.Rev {
-			if marks[0].rev == e.Rev {
-				if err := check(e.Rev, marks[0].d); err != nil {
-					return n, err
-				}
-			}
-			marks = marks[1:]
-		}
-		if want, ok := held(e.Rev); ok {
-			if err := check(e.Rev, want); err != nil {
-				return n, err
-			}
+			c.known, c.next = false, e.Rev+1
 		}
 	}
-	if next != ref.Last+1 {
-		known = false
+	for rec, err := range seg.Records(max(from, floor), ref.Last, budget, appendHead) {
+		if err != nil {
+			return n + c.n, corruptSegment(ref.Name(), err)
+		}
+		if err := c.step(rec.Rev, rec.Bytes); err != nil {
+			return n + c.n, err
+		}
 	}
-	return n, check(ref.Last, seg.Footer().Digest)
+	if c.next != ref.Last+1 {
+		c.known = false
+	}
+	return n + c.n, c.check(ref.Last, seg.Footer().Digest)
 }
+
+// segmentCheck follows the chain through a segment's revisions in order,
+// from the digest before the first: each digest the segment's marks and
+// the store hold must be the one rehashed.
+type segmentCheck[V any] struct {
+	ref   segment.Ref
+	rh    *rehasher[V]
+	held  func(r int64) (chain.Digest, bool)
+	marks []digestMark // those not passed yet
+	d     chain.Digest // D(since), if known
+	known bool
+	since int64
+	next  int64 // the revision after the last one stepped over
+	n     int64 // revisions rehashed
+}
+
+// step rehashes revision rev from the head of its link.
+func (c *segmentCheck[V]) step(rev int64, head []byte) error {
+	if rev != c.next { // a gap: the chain starts again where a digest is held
+		c.known = false
+	}
+	if !c.known {
+		c.d, c.known = c.held(rev - 1)
+		c.since = rev - 1
+	}
+	if c.known {
+		c.d = c.rh.nextHead(c.d, rev, head)
+		c.n++
+	}
+	c.next = rev + 1
+	for len(c.marks) > 0 && c.marks[0].rev <= rev {
+		if c.marks[0].rev == rev {
+			if err := c.check(rev, c.marks[0].d); err != nil {
+				return err
+			}
+		}
+		c.marks = c.marks[1:]
+	}
+	if want, ok := c.held(rev); ok {
+		return c.check(rev, want)
+	}
+	return nil
+}
+
+// check takes want as D(r): a break if the digest rehashed differs.
+func (c *segmentCheck[V]) check(r int64, want chain.Digest) error {
+	if c.known && c.d != want {
+		return chainBreak(c.ref, c.since, r)
+	}
+	c.d, c.known, c.since = want, true, r
+	return nil
+}
+
+// verifyMemory is about how much memory VerifySealed holds the links of
+// sealed entries in, while it puts them in revision order.
+const verifyMemory = 256 << 20
 
 // verifySettled is verifySegment, run again where it found a break while
 // a compaction's sweep let annotations go: it rehashed from the floor it
 // read before, across revisions whose annotations are gone since.
-func (s *state[V]) verifySettled(t *sealed[V], i int, old heldOld) (int64, error) {
+func (s *state[V]) verifySettled(t *sealed[V], i int, old heldOld, budget int) (int64, error) {
 	for {
 		gone := s.notes.gone.Load()
-		n, err := s.verifySegment(t, i, old)
+		n, err := s.verifySegment(t, i, old, budget)
 		if err == nil || s.notes.gone.Load() == gone {
 			return n, err
 		}

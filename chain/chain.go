@@ -55,6 +55,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"slices"
 )
 
 // Digest is one link of the chain: D(r).
@@ -88,21 +89,48 @@ type Rev struct {
 
 // Append appends the canonical encoding of r to dst.
 func (r *Rev) Append(dst []byte) []byte {
+	return AppendNotes(r.AppendHead(dst), r.Notes)
+}
+
+// AppendHead appends the canonical encoding of r up to its annotations
+// (Notes is not read): enc(r) is its head, then AppendNotes of its
+// annotations. A caller that encodes many revisions before it knows
+// their annotations keeps the heads, and hashes each with NextHead.
+func (r *Rev) AppendHead(dst []byte) []byte {
+	// One growth, then stores at fixed offsets: the chain hashes every
+	// revision written and every one verify reads.
+	n := len(dst)
+	dst = slices.Grow(dst, headFixed+len(r.Key)+len(r.Value))
+	dst = dst[:n+12+len(r.Key)]
 	b := binary.BigEndian
-	dst = b.AppendUint64(dst, uint64(r.Rev))
-	dst = appendBytes(dst, r.Key)
-	dst = append(dst, r.Op)
-	dst = b.AppendUint64(dst, uint64(r.Sec))
-	dst = b.AppendUint32(dst, uint32(r.Nsec))
+	b.PutUint64(dst[n:], uint64(r.Rev))
+	b.PutUint32(dst[n+8:], uint32(len(r.Key)))
+	copy(dst[n+12:], r.Key)
+	n = len(dst)
+	dst = dst[:n+26]
+	dst[n] = r.Op
+	b.PutUint64(dst[n+1:], uint64(r.Sec))
+	b.PutUint32(dst[n+9:], uint32(r.Nsec))
 	if r.HasTTL {
-		dst = append(dst, 1)
-		dst = b.AppendUint64(dst, uint64(r.Expires))
+		dst[n+13] = 1
+		b.PutUint64(dst[n+14:], uint64(r.Expires))
 	} else {
-		dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+		dst[n+13] = 0
+		b.PutUint64(dst[n+14:], 0)
 	}
-	dst = appendBytes(dst, r.Value)
-	dst = b.AppendUint32(dst, uint32(len(r.Notes)/2))
-	for _, s := range r.Notes {
+	b.PutUint32(dst[n+22:], uint32(len(r.Value)))
+	return append(dst, r.Value...)
+}
+
+// headFixed is the bytes of a head but its key and value: rev 8, key
+// length 4, op 1, time 12, expiry 9, value length 4.
+const headFixed = 38
+
+// AppendNotes appends the annotations' part of a revision's encoding
+// (Rev.Notes) to dst.
+func AppendNotes(dst []byte, notes []string) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(notes)/2))
+	for _, s := range notes {
 		dst = appendBytes(dst, s)
 	}
 	return dst
@@ -121,6 +149,18 @@ type Hasher struct{ buf []byte }
 func (h *Hasher) Next(prev Digest, r *Rev) Digest {
 	h.buf = append(h.buf[:0], prev[:]...)
 	h.buf = r.Append(h.buf)
+	return h.sum()
+}
+
+// NextHead returns D(r) given prev = D(r-1), the head of r's encoding
+// (Rev.AppendHead) and its annotations.
+func (h *Hasher) NextHead(prev Digest, head []byte, notes []string) Digest {
+	h.buf = append(h.buf[:0], prev[:]...)
+	h.buf = AppendNotes(append(h.buf, head...), notes)
+	return h.sum()
+}
+
+func (h *Hasher) sum() Digest {
 	d := sha256.Sum256(h.buf)
 	if cap(h.buf) > 1<<20 { // one huge value: do not keep its buffer
 		h.buf = nil

@@ -1,9 +1,12 @@
 package chain
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -35,6 +38,65 @@ func TestWorkedExample(t *testing.T) {
 	}
 	if d.String() != ExampleDigest {
 		t.Fatalf("D(1) = %s, the doc says %s", d, ExampleDigest)
+	}
+}
+
+// TestNextHead: a head kept apart from its annotations hashes as the
+// revision whole, whatever the annotations and the previous digest.
+func TestNextHead(t *testing.T) {
+	var h, g Hasher
+	prev := Digest{9}
+	for _, notes := range [][]string{nil, {"who", "alice"}, {"a", "", "b", strings.Repeat("x", 300)}} {
+		r := exampleRev
+		r.Notes = notes
+		want := h.Next(prev, &r)
+		if got := g.NextHead(prev, r.AppendHead(nil), notes); got != want {
+			t.Fatalf("notes %q: NextHead gives %s, Next %s", notes, got.Short(), want.Short())
+		}
+		prev = want
+	}
+}
+
+// appendHeadRef is the head of the encoding the package doc gives, field
+// by field: the model AppendHead's stores at offsets are checked against.
+func appendHeadRef(dst []byte, r *Rev) []byte {
+	b := binary.BigEndian
+	dst = b.AppendUint64(dst, uint64(r.Rev))
+	dst = b.AppendUint32(dst, uint32(len(r.Key)))
+	dst = append(dst, r.Key...)
+	dst = append(dst, r.Op)
+	dst = b.AppendUint64(dst, uint64(r.Sec))
+	dst = b.AppendUint32(dst, uint32(r.Nsec))
+	if r.HasTTL {
+		dst = b.AppendUint64(append(dst, 1), uint64(r.Expires))
+	} else {
+		dst = append(dst, make([]byte, 9)...)
+	}
+	dst = b.AppendUint32(dst, uint32(len(r.Value)))
+	return append(dst, r.Value...)
+}
+
+// TestAppendHead checks AppendHead against the model over random
+// revisions, appended after bytes already there.
+func TestAppendHead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 2000 {
+		r := Rev{Rev: rng.Int64(), Key: strings.Repeat("k", rng.IntN(40)), Op: uint8(rng.IntN(4)),
+			Sec: rng.Int64() - rng.Int64(), Nsec: rng.Int32N(1e9), HasTTL: rng.IntN(2) == 0, Expires: rng.Int64()}
+		if !r.HasTTL {
+			r.Expires = 0
+		}
+		if rng.IntN(2) == 0 {
+			r.Value = make([]byte, rng.IntN(300))
+			for i := range r.Value {
+				r.Value[i] = byte(rng.IntN(256))
+			}
+		}
+		pre := make([]byte, rng.IntN(5), rng.IntN(5)+5)
+		want := appendHeadRef(slices.Clone(pre), &r)
+		if got := r.AppendHead(pre); !bytes.Equal(got, want) {
+			t.Fatalf("%+v:\n got %x\nwant %x", r, got, want)
+		}
 	}
 }
 

@@ -77,29 +77,12 @@ func TestRevisions(t *testing.T) {
 // entry, or not the block that holds it, is ErrCorrupt to Revisions even
 // where every checksum holds.
 func TestLocatorsForged(t *testing.T) {
-	es := make([]Entry, 400)
-	for i := range es {
-		es[i] = Entry{Key: fmt.Sprintf("k%03d", i%40), Rev: int64(i/40*40 + i%40 + 1), Op: Delete}
-	}
-	slices.SortFunc(es, func(a, b Entry) int { return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.Rev, b.Rev)) })
+	es := forgeableEntries()
 	for k, forge := range []func(locs []int32){
 		func(locs []int32) { locs[5] = locs[5]%2 + 1 }, // names another block: the entry's is not it, or it lacks the entry
 		func(locs []int32) { locs[5] = 0 },             // says there is no entry where there is
 	} {
-		var buf bytes.Buffer
-		w := NewWriter(&buf, 1, 400, 64)
-		for i := range es {
-			require.NoError(t, w.Add(&es[i]))
-		}
-		require.Greater(t, len(w.fences), 2)
-		forge(w.locs)
-		for range 400 {
-			require.NoError(t, w.AddTime(1, 0))
-		}
-		_, err := w.Finish([32]byte{}, [32]byte{}, nil)
-		require.NoError(t, err)
-		r, err := Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-		require.NoError(t, err)
+		r := forgedSegment(t, es, forge)
 		var last error
 		for _, err := range r.Revisions(1, 400) {
 			last = err
@@ -113,6 +96,38 @@ func TestLocatorsForged(t *testing.T) {
 			require.ErrorIs(t, last, ErrCorrupt)
 		}
 	}
+}
+
+// forgeableEntries is 400 entries of revisions 1 to 400 over 40 keys, in
+// key order.
+func forgeableEntries() []Entry {
+	es := make([]Entry, 400)
+	for i := range es {
+		es[i] = Entry{Key: fmt.Sprintf("k%03d", i%40), Rev: int64(i/40*40 + i%40 + 1), Op: Delete}
+	}
+	slices.SortFunc(es, func(a, b Entry) int { return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.Rev, b.Rev)) })
+	return es
+}
+
+// forgedSegment writes es as a segment of revisions [1, 400] in blocks of
+// 64 bytes, with its locators (by revision) changed by forge before they
+// are written and checksummed, and opens it.
+func forgedSegment(t *testing.T, es []Entry, forge func(locs []int32)) *Reader {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, 1, 400, 64)
+	for i := range es {
+		require.NoError(t, w.Add(&es[i]))
+	}
+	require.Greater(t, len(w.fences), 2)
+	forge(w.locs)
+	for range 400 {
+		require.NoError(t, w.AddTime(1, 0))
+	}
+	_, err := w.Finish([32]byte{}, [32]byte{}, nil)
+	require.NoError(t, err)
+	r, err := Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	return r
 }
 
 // TestRevisionsRanges reads random ranges, which start and end inside

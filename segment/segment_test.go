@@ -320,6 +320,11 @@ func FuzzSegment(f *testing.F) {
 				t.Fatalf("Revisions in windows of 3: %v is not ErrCorrupt", err)
 			}
 		}
+		for _, err := range r.Records(0, math.MaxInt64, 1<<10, testRecord) { // in several passes
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Records: %v is not ErrCorrupt", err)
+			}
+		}
 	})
 }
 

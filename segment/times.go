@@ -174,6 +174,18 @@ type timesBlock struct {
 
 // readTimes reads and decodes time block i (times).
 func (sr rd) readTimes(i int) ([][2]int64, []int32, error) {
+	return sr.decodeTimes(i, true)
+}
+
+// locators reads time block i and returns its locators alone: its times
+// are checked as readTimes checks them, and not kept.
+func (sr rd) locators(i int) ([]int32, error) {
+	_, locs, err := sr.decodeTimes(i, false)
+	return locs, err
+}
+
+// decodeTimes is readTimes, keeping the times if keep.
+func (sr rd) decodeTimes(i int, keep bool) ([][2]int64, []int32, error) {
 	f := sr.tFences[i]
 	buf := make([]byte, f.len)
 	sr.reads.Add(1)
@@ -185,11 +197,15 @@ func (sr rd) readTimes(i int) ([][2]int64, []int32, error) {
 		return nil, nil, fmt.Errorf("%w: time block at offset %d fails its checksum", ErrCorrupt, f.off)
 	}
 	want := min(int64(timesPerBlock), sr.footer.Last-sr.footer.TimesFrom+1-int64(i)*timesPerBlock)
-	out := make([][2]int64, 1, want)
-	out[0] = [2]int64{f.sec, int64(f.nsec)}
+	var out [][2]int64
+	if keep {
+		out = make([][2]int64, 1, want)
+		out[0] = [2]int64{f.sec, int64(f.nsec)}
+	}
+	last, n := [2]int64{f.sec, int64(f.nsec)}, int64(1)
 	d := decoder{b: body}
-	for d.rest() > 0 && int64(len(out)) < want {
-		prev := out[len(out)-1]
+	for d.rest() > 0 && n < want {
+		prev := last
 		v := d.uvarint()
 		var t [2]int64
 		if v&1 == 0 {
@@ -206,7 +222,9 @@ func (sr rd) readTimes(i int) ([][2]int64, []int32, error) {
 		if d.err != nil {
 			break
 		}
-		out = append(out, t)
+		if last, n = t, n+1; keep {
+			out = append(out, t)
+		}
 	}
 	locs := make([]int32, 0, want)
 	prev := int64(0)
@@ -223,11 +241,11 @@ func (sr rd) readTimes(i int) ([][2]int64, []int32, error) {
 		}
 		locs, prev = append(locs, int32(b)), b
 	}
-	if d.err != nil || d.rest() != 0 || int64(len(out)) != want || int64(len(locs)) != want {
+	if d.err != nil || d.rest() != 0 || n != want || int64(len(locs)) != want {
 		return nil, nil, fmt.Errorf("%w: time block at offset %d does not hold its %d times", ErrCorrupt, f.off, want)
 	}
 	if i+1 < len(sr.tFences) {
-		if n := sr.tFences[i+1]; out[len(out)-1][0] > n.sec || out[len(out)-1][0] == n.sec && out[len(out)-1][1] > int64(n.nsec) {
+		if next := sr.tFences[i+1]; last[0] > next.sec || last[0] == next.sec && last[1] > int64(next.nsec) {
 			return nil, nil, fmt.Errorf("%w: time block at offset %d ends after the next begins", ErrCorrupt, f.off)
 		}
 	}
