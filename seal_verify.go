@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -34,10 +35,10 @@ import (
 // never sealed, or made by New, has nothing to check.
 //
 // A segment is read through in the order of its file (segment.Records),
-// its links' heads set in revision order in memory, and rehashed: about
-// verifyMemory bytes in all, shared by the segments being checked at
-// once. A segment larger than its share is read through once for each
-// share's worth.
+// its links' heads set in revision order in memory, and rehashed: in
+// about as many bytes in all as WithMemory's bound (DefaultMemory if it
+// has none), shared by the segments being checked at once. A segment
+// larger than its share is read through once for each share's worth.
 func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 	t := s.tierOrNil()
 	if t == nil {
@@ -55,7 +56,11 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 	old := s.heldOlder() // once: it walks every older digest under the chain's lock
 	kept := s.keptRefs(t)
 	workers := min(runtime.GOMAXPROCS(0), len(t.segs))
-	budget := max(verifyMemory/workers, 16<<20)
+	budget := s.opts.memory
+	if budget <= 0 {
+		budget = DefaultMemory
+	}
+	share := int(min(max(budget/int64(workers), 16<<20), math.MaxInt)) // int on a 32-bit build too
 	order := make([]int, len(t.segs)) // the segments, largest first
 	for i := range order {
 		order[i] = i
@@ -74,7 +79,7 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 		wg.Go(func() {
 			for j := int(next.Add(1) - 1); j < len(order) && !stop.Load(); j = int(next.Add(1) - 1) {
 				i := order[j]
-				k, err := s.verifySettled(t, i, old, budget, keptIn(kept, t.refs[i]))
+				k, err := s.verifySettled(t, i, old, share, keptIn(kept, t.refs[i]))
 				results[i] <- result{k, err}
 			}
 		})
@@ -329,10 +334,6 @@ func (c *segmentCheck[V]) check(r int64, want chain.Digest) error {
 	c.d, c.known, c.since = want, true, r
 	return nil
 }
-
-// verifyMemory is about how much memory VerifySealed holds the links of
-// sealed entries in, while it puts them in revision order.
-const verifyMemory = 256 << 20
 
 // verifySettled is verifySegment, run again where it found a break while
 // a compaction's sweep let annotations go: it rehashed from the floor it
