@@ -61,7 +61,7 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 		budget = DefaultMemory
 	}
 	share := int(min(max(budget/int64(workers), 16<<20), math.MaxInt)) // int on a 32-bit build too
-	order := make([]int, len(t.segs)) // the segments, largest first
+	order := make([]int, len(t.segs))                                  // the segments, largest first
 	for i := range order {
 		order[i] = i
 	}
