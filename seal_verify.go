@@ -60,8 +60,9 @@ func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 	if budget <= 0 {
 		budget = DefaultMemory
 	}
-	share := int(min(max(budget/int64(workers), 16<<20), math.MaxInt)) // int on a 32-bit build too
-	order := make([]int, len(t.segs))                                  // the segments, largest first
+	// An int on a 32-bit build too.
+	share := int(min(max(budget/int64(workers), 16<<20), math.MaxInt))
+	order := make([]int, len(t.segs)) // the segments, largest first
 	for i := range order {
 		order[i] = i
 	}
