@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"iter"
 	"math"
 	"runtime"
 	"slices"
@@ -37,8 +38,12 @@ import (
 // A segment is read through in the order of its file (segment.Records),
 // its links' heads set in revision order in memory, and rehashed: in
 // about as many bytes in all as WithMemory's bound (DefaultMemory if it
-// has none), shared by the segments being checked at once. A segment
-// larger than its share is read through once for each share's worth.
+// has none), shared by the segments being checked at once, and at least
+// 16 MiB each. A segment larger than its share is read through once for
+// each share's worth, up to four times; one larger still is read in
+// revision order by windows (segment.Reader.Revisions). Besides, verify
+// holds 16 bytes for each entry memory keeps of sealed revisions (each
+// key's newest at a seal, as a rule), to check it on the walk.
 func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 	t := s.tierOrNil()
 	if t == nil {
@@ -188,6 +193,18 @@ func (h *keptHeads[V]) at(rev int64, seg []byte) error {
 	return nil
 }
 
+// end is the walk past the segment's last revision: an entry memory keeps
+// that it did not come to is one the segment does not hold.
+func (h *keptHeads[V]) end() error {
+	for _, k := range h.kept {
+		if _, ok, err := h.head(h.buf[:0], k); err != nil || ok {
+			return cmp.Or(err, h.differs(k))
+		}
+	}
+	h.kept = nil
+	return nil
+}
+
 // checkGet checks, through the segment's Get, the entries memory keeps
 // below revision below, which the walk in revision order does not come
 // to (those without a locator, or below the floor).
@@ -196,8 +213,11 @@ func (h *keptHeads[V]) checkGet(seg *segment.Reader, below int64) error {
 		k := h.kept[0]
 		h.kept = h.kept[1:]
 		mine, ok, err := h.head(h.buf[:0], k)
-		if h.buf = mine; err != nil || !ok {
+		switch h.buf = mine; {
+		case err != nil:
 			return err
+		case !ok:
+			continue // a compaction since cut it
 		}
 		got, found, err := seg.Get(k.kl.key, k.rev)
 		if err != nil {
@@ -264,7 +284,7 @@ func (s *state[V]) verifySegment(t *sealed[V], i int, old heldOld, budget int, k
 			c.known, c.next = false, e.Rev+1
 		}
 	}
-	for rec, err := range seg.Records(max(from, floor), ref.Last, budget, appendHead) {
+	for rec, err := range heads(seg, max(from, floor), ref.Last, budget) {
 		if err != nil {
 			return n + c.n, corruptSegment(ref.Name(), err)
 		}
@@ -275,7 +295,7 @@ func (s *state[V]) verifySegment(t *sealed[V], i int, old heldOld, budget int, k
 			return n + c.n, err
 		}
 	}
-	if err := h.at(ref.Last+1, nil); err != nil {
+	if err := h.end(); err != nil {
 		return n + c.n, err
 	}
 	if c.next != ref.Last+1 {
@@ -335,6 +355,36 @@ func (c *segmentCheck[V]) check(r int64, want chain.Digest) error {
 	c.d, c.known, c.since = want, true, r
 	return nil
 }
+
+// heads yields, in revision order, the head of the link (appendHead) of
+// each of seg's entries in revisions [lo, hi]: through Records, which
+// reads the segment through once for each share of memory, where a few
+// passes take it whole; else through Revisions, which holds a window of
+// revisions and reads the segment again for each, but not once for each
+// entry of a segment many times larger than the share.
+func heads(seg *segment.Reader, lo, hi int64, share int) iter.Seq2[segment.Record, error] {
+	// A record of W takes 2.6 bytes for each of the file's.
+	if seg.Size() <= int64(share)/3*recordPasses {
+		return seg.Records(lo, hi, share, appendHead)
+	}
+	return func(yield func(segment.Record, error) bool) {
+		var buf []byte
+		for e, err := range seg.Revisions(lo, hi) {
+			if err != nil {
+				yield(segment.Record{}, err)
+				return
+			}
+			buf = appendHead(buf[:0], &e)
+			if !yield(segment.Record{Rev: e.Rev, Bytes: buf}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// recordPasses is how many passes through a segment heads lets Records
+// take before it reads in revision order by windows instead.
+const recordPasses = 4
 
 // verifySettled is verifySegment, run again where it found a break while
 // a compaction's sweep let annotations go: it rehashed from the floor it

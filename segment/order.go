@@ -256,7 +256,8 @@ func (w *orderWalk) locate() error {
 	w.later[wi] = nil
 	tBlock, tFirst := -1, int64(0)
 	var locs []int32
-	for r := from; r <= to; r++ {
+	for k := range to - from + 1 { // a count: r++ past to would wrap where to is MaxInt64
+		r := from + k
 		if i := int((r - sr.footer.TimesFrom) / timesPerBlock); i != tBlock {
 			var err error
 			if _, locs, err = sr.times(i); err != nil {

@@ -113,15 +113,28 @@ func forgeableEntries() []Entry {
 // 64 bytes, with its locators (by revision) changed by forge before they
 // are written and checksummed, and opens it.
 func forgedSegment(t *testing.T, es []Entry, forge func(locs []int32)) *Reader {
+	return segmentOf64(t, es, 1, 400, forge)
+}
+
+// segmentOf64 writes es, one entry a revision or fewer, as a segment of
+// revisions [first, last] in blocks of 64 bytes (more than two), forge
+// (if not nil) changing its locators before they are written, and opens
+// it.
+func segmentOf64(t *testing.T, es []Entry, first, last int64, forge func(locs []int32)) *Reader {
 	var buf bytes.Buffer
-	w := NewWriter(&buf, 1, 400, 64)
+	w := NewWriter(&buf, first, last, 64)
 	for i := range es {
 		require.NoError(t, w.Add(&es[i]))
 	}
 	require.Greater(t, len(w.fences), 2)
-	forge(w.locs)
-	for range 400 {
+	if forge != nil {
+		forge(w.locs)
+	}
+	for r := first; ; r++ {
 		require.NoError(t, w.AddTime(1, 0))
+		if r == last {
+			break
+		}
 	}
 	_, err := w.Finish([32]byte{}, [32]byte{}, nil)
 	require.NoError(t, err)
@@ -241,27 +254,7 @@ func TestRevisionsHoldsFewRuns(t *testing.T) {
 func TestRevisionsNearTheTop(t *testing.T) {
 	const last = math.MaxInt64 - 1000
 	const first = last - 40
-	var es []Entry
-	for r := int64(first); ; r++ {
-		es = append(es, Entry{Key: fmt.Sprint("k", r%3), Rev: r, Op: Delete, Sec: 1})
-		if r == last {
-			break
-		}
-	}
-	kept := slices.Clone(es)
-	slices.SortFunc(kept, func(a, b Entry) int { return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.Rev, b.Rev)) })
-	var buf bytes.Buffer
-	w := NewWriter(&buf, first, last, 64)
-	for i := range kept {
-		require.NoError(t, w.Add(&kept[i]))
-	}
-	for range es {
-		require.NoError(t, w.AddTime(1, 0))
-	}
-	_, err := w.Finish([32]byte{}, [32]byte{}, nil)
-	require.NoError(t, err)
-	r, err := Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	require.NoError(t, err)
+	r := topSegment(t, first, last)
 	for _, window := range []int64{1, 7, 1 << 17} {
 		next := int64(first)
 		for e, err := range r.revisions(0, math.MaxInt64, window) {

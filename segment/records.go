@@ -54,6 +54,9 @@ func (sr *Reader) Records(lo, hi int64, budget int, enc func(dst []byte, e *Entr
 				}
 				return
 			}
+			if to == hi { // (to + 1 would pass MaxInt64 where hi is it)
+				return
+			}
 			lo = to + 1
 		}
 	}
@@ -217,7 +220,7 @@ func (w *recWalk) shed() (again bool) {
 	if w.held <= w.budget || w.width == 1 {
 		return false // one record alone passes the budget: it is held whole
 	}
-	w.to = w.lo + max((w.to-w.lo+1)/4, 1) - 1
+	w.to = w.lo + (w.to-w.lo)/4
 	return true
 }
 
@@ -248,17 +251,24 @@ func (w *recWalk) emit(lo, to int64, yield func(Record, error) bool) error {
 	sr := w.sr
 	tBlock, tFirst := -1, int64(0)
 	var locs []int32
+	// Offsets from lo, and a count of revisions: near the top of int64,
+	// lo + b*width or r++ past the last would wrap.
+	span := to - lo
 	for b := 0; b < recBuckets; b++ {
-		first := lo + int64(b)*w.width
-		if first > to {
+		off := int64(b) * w.width
+		if off > span {
 			break
 		}
-		last := min(first+w.width-1, to)
+		first, last := lo+off, to
+		if w.width-1 < span-off {
+			last = first + w.width - 1
+		}
 		at, err := w.order(b, first, last)
 		if err != nil {
 			return err
 		}
-		for r := first; r <= last; r++ {
+		for k := range last - first + 1 {
+			r := first + k
 			if i := int((r - sr.footer.TimesFrom) / timesPerBlock); i != tBlock {
 				if locs, err = sr.locators(i); err != nil {
 					return err

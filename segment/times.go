@@ -82,7 +82,10 @@ func (sw *Writer) flushTimes() {
 		return
 	}
 	prev := int64(0)
-	for r := sw.tStart; r < sw.timesFrom+sw.times; r++ {
+	// A count, not r < timesFrom+times, which wraps where the last
+	// revision is MaxInt64.
+	for k := range sw.times - (sw.tStart - sw.timesFrom) {
+		r := sw.tStart + k
 		var v int32
 		if sw.locs != nil {
 			v = sw.locs[r-sw.locBase]
