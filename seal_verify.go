@@ -46,7 +46,7 @@ import (
 // key's newest at a seal, as a rule), to check it on the walk.
 func (s *Store[V]) VerifySealed(progress func(Revision)) (int64, error) {
 	t := s.tierOrNil()
-	if t == nil {
+	if t == nil || len(t.segs) == 0 { // (no segment: no share of memory to divide)
 		return 0, nil
 	}
 	// Segments are re-hashed on every core, each from its own digest
