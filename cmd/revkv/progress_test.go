@@ -88,7 +88,13 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	require.NoError(t, err)
 	defer devNull.Close()
-	require.True(t, isTerminal(devNull), "a character device")
+	if fi, err := devNull.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		require.True(t, isTerminal(devNull), "a character device")
+	} else {
+		// A machine whose /dev/null something replaced with a file (one
+		// of ours was, once, by something outside this repository).
+		t.Logf("%s is not a character device here: not checked", os.DevNull)
+	}
 
 	dir := fixture(t)
 	require.Equal(t, 0, run([]string{"--dir", dir, "scan"}, strings.NewReader(""), &bytes.Buffer{}, f))
