@@ -175,15 +175,23 @@ func (h *keptHeads[V]) head(dst []byte, k keptRef[V]) ([]byte, bool, error) {
 	return appendHead(dst, &x), true, nil
 }
 
+// take takes the first of the kept entries not checked yet, with
+// memory's head of it (in h.buf); ok is false where memory keeps it no
+// longer.
+func (h *keptHeads[V]) take() (k keptRef[V], mine []byte, ok bool, err error) {
+	k, h.kept = h.kept[0], h.kept[1:]
+	mine, ok, err = h.head(h.buf[:0], k)
+	h.buf = mine
+	return k, mine, ok, err
+}
+
 // at is the walk at revision rev, whose head in the segment is seg (nil:
 // past the segment's last): each entry memory keeps below it is one the
 // segment does not hold, and one at it must be the segment's.
 func (h *keptHeads[V]) at(rev int64, seg []byte) error {
 	for len(h.kept) > 0 && h.kept[0].rev <= rev {
-		k := h.kept[0]
-		h.kept = h.kept[1:]
-		mine, ok, err := h.head(h.buf[:0], k)
-		switch h.buf = mine; {
+		k, mine, ok, err := h.take()
+		switch {
 		case err != nil:
 			return err
 		case ok && (k.rev != rev || !bytes.Equal(mine, seg)):
@@ -196,12 +204,11 @@ func (h *keptHeads[V]) at(rev int64, seg []byte) error {
 // end is the walk past the segment's last revision: an entry memory keeps
 // that it did not come to is one the segment does not hold.
 func (h *keptHeads[V]) end() error {
-	for _, k := range h.kept {
-		if _, ok, err := h.head(h.buf[:0], k); err != nil || ok {
+	for len(h.kept) > 0 {
+		if k, _, ok, err := h.take(); err != nil || ok {
 			return cmp.Or(err, h.differs(k))
 		}
 	}
-	h.kept = nil
 	return nil
 }
 
@@ -210,10 +217,8 @@ func (h *keptHeads[V]) end() error {
 // to (those without a locator, or below the floor).
 func (h *keptHeads[V]) checkGet(seg *segment.Reader, below int64) error {
 	for len(h.kept) > 0 && h.kept[0].rev < below {
-		k := h.kept[0]
-		h.kept = h.kept[1:]
-		mine, ok, err := h.head(h.buf[:0], k)
-		switch h.buf = mine; {
+		k, mine, ok, err := h.take()
+		switch {
 		case err != nil:
 			return err
 		case !ok:
