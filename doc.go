@@ -102,8 +102,10 @@
 // Under SyncAlways, the default, a write returns once its revision is
 // synced, and writers that arrive together share one sync. Under
 // SyncInterval and SyncNever a write returns once its record is in the
-// operating system's hands, so a crash of the process alone (a panic, kill
-// -9, the OOM killer) loses no acknowledged write in any mode; a machine
+// operating system's hands (in its page cache: on Linux the log is written
+// through a shared mapping of its file, elsewhere with write(2)), so a
+// crash of the process alone (a panic, kill -9, the OOM killer) loses no
+// acknowledged write in any mode; a machine
 // crash loses at most the last WithSyncInterval under SyncInterval, and
 // what the operating system had not written back under SyncNever. What
 // survives a crash is always revisions 1..r for some r, an Update whole or

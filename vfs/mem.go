@@ -99,6 +99,10 @@ type inode struct {
 	data, synced []byte
 	cut          bool
 	low          int
+	// room is set once the file is written through MapAppend: a crash
+	// may then leave zeros after the bytes it keeps, the room a mapped
+	// file had allocated ahead.
+	room bool
 }
 
 // truncateLocked cuts the file to size, noting a cut into synced bytes.

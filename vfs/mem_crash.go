@@ -15,8 +15,10 @@ import (
 // last sync. With rng non-nil, each change to a directory since its last
 // sync also survives with probability 1/2, and each file whose unsynced
 // bytes extend what was synced also keeps a random prefix of them, as an
-// operating system that wrote back part of its cache would. Locks do not
-// survive.
+// operating system that wrote back part of its cache would; and each file
+// written through MapAppend gains, with probability 1/2, a run of zeros
+// after the bytes it keeps, the room a mapped file had allocated. Locks do
+// not survive.
 func (m *Mem) Crash(rng *rand.Rand) *Mem {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -67,7 +69,10 @@ func (m *Mem) crashLocked(rng *rand.Rand) *Mem {
 		case len(ino.data) > len(ino.synced) && string(ino.data[:len(ino.synced)]) == string(ino.synced):
 			data = slices.Clone(ino.data[:len(ino.synced)+rng.IntN(len(ino.data)-len(ino.synced)+1)])
 		}
-		n := &inode{data: data, synced: slices.Clone(data)}
+		if ino.room && rng != nil && rng.IntN(2) == 0 {
+			data = append(data, make([]byte, 1+rng.IntN(128<<10))...)
+		}
+		n := &inode{data: data, synced: slices.Clone(data), room: ino.room}
 		c.files[name], c.durable[name] = n, n
 	}
 	return c

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -76,11 +77,15 @@ func (c *Corruption) Unwrap() error { return ErrCorrupt }
 
 // Tail is where Replay found the log to end: the last segment and the
 // length of its whole records. Torn is true when bytes after that are the
-// torn tail of a crash in the middle of a write (see Replay).
+// torn tail of a crash in the middle of a write (see Replay); Zeros, when
+// only zeros follow them: the room a log written through a mapping had
+// allocated ahead when a crash stopped it (vfs.MapAppend), which held
+// nothing.
 type Tail struct {
 	Segment int64 // first revision of the last segment; -1 if there is none
 	Size    int64 // the length of the whole records in it, header included
 	Torn    bool
+	Zeros   bool
 }
 
 // Replay reads every record of dir's log, segment by segment, and calls fn
@@ -114,6 +119,14 @@ type Tail struct {
 // interrupted write (zeros where the file system had not written a page of
 // it back, with whole records after them) is reported as damage too: the
 // records after the hole were never synced, but Replay cannot know it.
+//
+// A log written through a mapping (vfs.MapAppend) has room allocated past
+// its last record, zeros that Close cuts off and a crash leaves. So the
+// end of a file, above, is its last byte that is not zero, and zeros alone
+// after the last whole record of any segment are no record at all: Replay
+// stops there and says so in Tail.Zeros (OpenWriter cuts them), and a
+// crash is not reported as a torn write unless part of a record was
+// written.
 func Replay(fs vfs.FS, dir string, from int64, fn func(kind Kind, payload []byte) error) (Tail, error) {
 	segs, err := Segments(fs, dir)
 	tail := Tail{Segment: -1}
@@ -130,12 +143,13 @@ func Replay(fs vfs.FS, dir string, from int64, fn func(kind Kind, payload []byte
 		if err != nil {
 			return tail, err
 		}
-		size, torn, err := replaySegment(name, newFrameReader(f), last, fn)
+		t, err := replaySegment(name, newFrameReader(f), last, fn)
 		f.Close()
 		if err != nil {
 			return tail, err
 		}
-		tail = Tail{Segment: first, Size: size, Torn: torn}
+		t.Segment = first
+		tail = t
 	}
 	return tail, nil
 }
@@ -167,17 +181,36 @@ func LogBytes(fs vfs.FS, dir string, from int64) (int64, error) {
 	return n, nil
 }
 
-func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte) error) (size int64, torn bool, err error) {
-	readErr := func(err error) (int64, bool, error) { return 0, false, fmt.Errorf("reading %s: %w", name, err) }
+// replaySegment replays one segment and returns where it ends (Tail's
+// Size, Torn and Zeros).
+func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte) error) (Tail, error) {
+	readErr := func(err error) (Tail, error) { return Tail{}, fmt.Errorf("reading %s: %w", name, err) }
 	if err := fr.fill(headerSize); err != nil {
 		return readErr(err)
 	}
 	if h := fr.available(); len(h) < headerSize && last {
 		// A crash while the segment was being created: nothing was in it.
-		return 0, len(h) > 0, nil
+		return Tail{Torn: len(h) > 0}, nil
 	}
 	if err := checkHeader(fr.available(), magicLog); err != nil {
-		return 0, false, headerCorruption(name, err)
+		if last {
+			// Zeros where the header should be, after as much of it as
+			// reached the disk: a crash while a mapped segment was being
+			// created, its room allocated but its header lost.
+			rest, rerr := fr.rest()
+			if rerr != nil {
+				return readErr(rerr)
+			}
+			h := fileHeader(magicLog)
+			k := 0
+			for k < len(h) && k < len(rest) && rest[k] == h[k] {
+				k++
+			}
+			if allZero(rest[k:]) {
+				return Tail{Torn: k > 0, Zeros: k == 0}, nil
+			}
+		}
+		return Tail{}, headerCorruption(name, err)
 	}
 	fr.skip(headerSize)
 	for {
@@ -187,35 +220,44 @@ func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte
 			return readErr(err)
 		}
 		if st == frameShort && len(fr.available()) == 0 {
-			return off, false, nil // the end of the file
+			return Tail{Size: off}, nil // the end of the file
 		}
 		if st != frameOK {
 			why := map[frameStatus]string{frameShort: "the record runs past the end of the file", frameBadCRC: "checksum mismatch", frameBadLength: "impossible record length"}[st]
-			if !last {
-				return 0, false, &Corruption{File: name, Offset: off, Why: why, Frame: true}
-			}
-			// A torn write, or damage? Damage leaves whole records after
-			// it, to the end of the file.
 			rest, err := fr.rest()
 			if err != nil {
 				return readErr(err)
 			}
+			if allZero(rest) {
+				// Room allocated ahead (vfs.MapAppend), in any segment:
+				// a rotation syncs a segment before it closes it and
+				// cuts its room, and a crash may undo the cut.
+				return Tail{Size: off, Zeros: true}, nil
+			}
+			if !last {
+				return Tail{}, &Corruption{File: name, Offset: off, Why: why, Frame: true}
+			}
+			// A torn write, or damage? Damage leaves whole records after
+			// it, to the end of the file.
 			if at := findTail(rest, 1); at >= 0 {
 				why += fmt.Sprintf(", and whole records follow from offset %d to the end of the file: not a torn write", off+int64(at))
-				return 0, false, &Corruption{File: name, Offset: off, Why: why, Frame: true}
+				return Tail{}, &Corruption{File: name, Offset: off, Why: why, Frame: true}
 			}
-			return off, true, nil
+			return Tail{Size: off, Torn: true}, nil
 		}
 		if err := fn(kind, payload); err != nil {
 			var c *Corruption
 			if !errors.As(err, &c) {
 				err = &Corruption{File: name, Offset: off, Why: err.Error()}
 			}
-			return 0, false, err
+			return Tail{}, err
 		}
 		fr.skip(n)
 	}
 }
+
+// allZero reports whether every byte of b is zero.
+func allZero(b []byte) bool { return len(bytes.TrimLeft(b, "\x00")) == 0 }
 
 // Writer appends records to the last segment of a log and starts new ones.
 // Its methods may be called from many goroutines: records reach the file
@@ -289,7 +331,7 @@ func OpenWriter(fs vfs.FS, dir string, tail Tail, next int64) (*Writer, error) {
 		}
 		w.dirty.Store(true)
 		tail.Size = headerSize
-	} else if tail.Torn {
+	} else if tail.Torn || tail.Zeros {
 		if err := f.Truncate(tail.Size); err != nil {
 			f.Close()
 			return nil, err
@@ -299,7 +341,7 @@ func OpenWriter(fs vfs.FS, dir string, tail Tail, next int64) (*Writer, error) {
 			return nil, err
 		}
 	}
-	w.f, w.size = f, tail.Size
+	w.f, w.size = vfs.MapAppend(f, tail.Size), tail.Size
 	return w, nil
 }
 
@@ -324,7 +366,7 @@ func (w *Writer) create(rev int64) error {
 	if w.f != nil {
 		w.f.Close()
 	}
-	w.f, w.size = f, headerSize
+	w.f, w.size = vfs.MapAppend(f, headerSize), headerSize
 	w.dirty.Store(true) // the old segment was synced by Rotate; the new one's header waits for a sync
 	return nil
 }

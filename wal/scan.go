@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 )
@@ -20,6 +21,14 @@ import (
 // client storing another store's log, say). Such a record is followed by
 // the rest of the value, cut wherever the crash cut it, not by whole
 // records that end exactly where the file ends.
+//
+// The end of the file is where its last byte that is not zero lies: a log
+// written through a mapping (vfs.MapAppend) is allocated ahead of its
+// writes, and a crash leaves zeros after the last one. So a run that ends
+// where only zeros follow ends at the end. A torn record whose value holds
+// a whole record followed by zeros, cut among those zeros, looks like
+// damage then; without the rule every crash would make damage in the last
+// segment look torn.
 
 // findRecord returns the offset of the first whole record of a log in b at
 // or after from: a frame of a log's kind whose length fits in b and whose
@@ -44,15 +53,16 @@ func findRecord(b []byte, from int) int {
 }
 
 // findTail returns the offset of the first whole record at or after from
-// that starts a run of whole records ending exactly at the end of b; -1
-// if there is none. Each offset is walked at most once: a run that breaks
+// that starts a run of whole records ending at the end of b, or where only
+// zeros follow; -1 if there is none. Each offset is walked at most once: a run that breaks
 // marks every record in it as leading nowhere, so the cost stays linear
 // even in bytes crafted as records within records.
 func findTail(b []byte, from int) int {
 	s := scanner{b: b}
 	dead := make([]bool, len(b)) // records whose run breaks before the end
 	var run []int
-	for o := max(from, 0); o+frameSize <= len(b); o++ {
+	end := len(bytes.TrimRight(b, "\x00")) // no record starts in the zeros
+	for o := max(from, 0); o < end && o+frameSize <= len(b); o++ {
 		if dead[o] {
 			continue
 		}
@@ -70,7 +80,7 @@ func findTail(b []byte, from int) int {
 			run = append(run, p)
 			p += m
 		}
-		if p == len(b) {
+		if p >= end {
 			return o
 		}
 		for _, q := range run {

@@ -373,13 +373,20 @@ func FuzzReplay(f *testing.F) {
 			return
 		}
 		require.LessOrEqual(t, tail.Size, int64(len(data)))
+		end := len(bytes.TrimRight(data, "\x00")) // the end of a file with room
+		if tail.Zeros {
+			require.False(t, tail.Torn)
+			require.LessOrEqual(t, end, int(max(tail.Size, 0)), "only zeros after the whole records")
+			return
+		}
 		if !tail.Torn {
 			require.Equal(t, int64(len(data)), tail.Size, "whole records to the end")
 			return
 		}
 		// A torn tail: no run of whole records, one after another, goes
-		// from anywhere after its start to the end of the file. Checked
-		// plainly here, record by record from every offset.
+		// from anywhere after its start to the end of the file, or to
+		// where only zeros follow. Checked plainly here, record by record
+		// from every offset.
 		for o := int(tail.Size) + 1; o+frameSize <= len(data); o++ {
 			p := o
 			for p < len(data) {
@@ -389,7 +396,7 @@ func FuzzReplay(f *testing.F) {
 				}
 				p += n
 			}
-			require.NotEqual(t, len(data), p, "whole records from %d to the end after a torn tail at %d", o, tail.Size)
+			require.False(t, p > o && p >= end, "whole records from %d to the end after a torn tail at %d", o, tail.Size)
 		}
 	})
 }
@@ -416,6 +423,16 @@ func TestDamagedLengthIsCorrupt(t *testing.T) {
 	require.NoError(t, w.Close())
 	segs, _ := Segments(vfs.OS, base)
 	require.Greater(t, len(segs), 2)
+	for _, room := range []int{0, 5000} {
+		t.Run(fmt.Sprintf("room=%d", room), func(t *testing.T) { damagedLengths(t, base, want, room) })
+	}
+}
+
+// damagedLengths is TestDamagedLengthIsCorrupt of the log in base, with
+// room zeros after the last record of its last segment: the room a mapped
+// log had allocated when a crash stopped it.
+func damagedLengths(t *testing.T, base string, want [][]byte, room int) {
+	segs, _ := Segments(vfs.OS, base)
 	n := 0 // records in the segments before
 	for si, first := range segs {
 		name := SegmentName(first)
@@ -435,6 +452,9 @@ func TestDamagedLengthIsCorrupt(t *testing.T) {
 				path := filepath.Join(dir, name)
 				b := bytes.Clone(full)
 				b[off+bit/8] ^= 1 << (bit % 8)
+				if si == len(segs)-1 {
+					b = append(b, make([]byte, room)...)
+				}
 				require.NoError(t, os.WriteFile(path, b, 0o644))
 				got, tail, err := replayAll(dir)
 				what := fmt.Sprintf("segment %d, record %d, bit %d", si, i, bit)
