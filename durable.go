@@ -65,9 +65,13 @@ type disk[V any] struct {
 	lock  io.Closer   // holds the directory's lock until close
 	w     *wal.Writer // records are buffered under state.mu; see wal.Writer
 
-	// qmu guards queue and leading. It is taken alone, never with mu.
+	// qmu guards queue, spare and leading. It is taken alone, never with
+	// mu. spare is the array of the last drain's group, emptied, for the
+	// queue after the next leader takes it: so a queue's array is not
+	// allocated again for every drain.
 	qmu     sync.Mutex
 	queue   []*request[V]
+	spare   []*request[V]
 	leading bool
 
 	// drainMu is held by a drain's leader from its first request to its

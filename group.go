@@ -102,11 +102,15 @@ func (d *disk[V]) join(s *state[V], r *request[V]) bool {
 		r.err = err
 		return false
 	}
-	r.done = make(chan struct{})
 	d.qmu.Lock()
-	d.queue = append(d.queue, r)
 	lead := !d.leading
 	d.leading = true
+	if !lead {
+		// Only a writer that waits needs a channel to wait on: a leader's
+		// request is the first of its group, which no one wakes.
+		r.done = make(chan struct{})
+	}
+	d.queue = append(d.queue, r)
 	d.qmu.Unlock()
 	if !lead {
 		select {
@@ -120,7 +124,7 @@ func (d *disk[V]) join(s *state[V], r *request[V]) bool {
 	}
 	d.qmu.Lock()
 	group := d.queue
-	d.queue = nil
+	d.queue, d.spare = d.spare, nil
 	d.qmu.Unlock()
 	r.leading = true
 	d.drainMu.Lock()
@@ -165,13 +169,15 @@ func (d *disk[V]) finish(s *state[V], r *request[V]) {
 	} else {
 		d.publishLocked(s)
 	}
-	d.group = nil // group is the queue's old array: it goes with this drain
+	d.group = nil
 	s.mu.Unlock()
 	d.drainMu.Unlock()
 	for _, q := range group[1:] {
 		close(q.done)
 	}
+	clear(group) // the requests go; their array is the next drain's queue
 	d.qmu.Lock()
+	d.spare = group[:0]
 	if len(d.queue) > 0 {
 		next := d.queue[0] // hand the lead on: this writer has its answer
 		next.lead = true

@@ -26,8 +26,8 @@ import (
 type Recovery struct {
 	// File is the log segment the bytes are in; Offset is where they start
 	// (the end of the last whole record); Bytes is how many there are: to
-	// the end of the file for a torn tail, and with the later segments for
-	// a repair.
+	// the end of the file for a torn tail (zeros a mapped log had allocated
+	// past them left out), and with the later segments for a repair.
 	File   string
 	Offset int64
 	Bytes  int64
@@ -96,12 +96,10 @@ func (d *disk[V]) tornTail(tail wal.Tail, next int64, cut bool) {
 	if !tail.Torn || d.recovery != nil {
 		return
 	}
+	// The torn bytes end at tail.End: room a mapped log had allocated
+	// past them is not theirs.
 	name := filepath.Join(d.dir, wal.SegmentName(tail.Segment))
-	size, err := d.fs.Size(name)
-	if err != nil {
-		size = tail.Size // unknown: the bytes are still reported
-	}
-	d.recovery = &Recovery{File: name, Offset: tail.Size, Bytes: size - tail.Size, Rev: Revision(next), Cut: cut}
+	d.recovery = &Recovery{File: name, Offset: tail.Size, Bytes: tail.End - tail.Size, Rev: Revision(next), Cut: cut}
 	d.recovery.Reads = d.readsAs(name, tail.Size, next)
 }
 

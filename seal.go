@@ -275,8 +275,13 @@ func (s *state[V]) seal(h int64) error {
 	return nil
 }
 
+// evictBatch is how many keys evict cuts per hold of the write lock: a
+// writer that arrives meanwhile waits for one batch (bench/README.md,
+// "The log through a shared mapping", measures 256, 64 and 16).
+const evictBatch = 64
+
 // evict drops from every key's log the entries older than its newest at
-// or below h, a few hundred keys per hold of the write lock, so that
+// or below h, evictBatch keys per hold of the write lock, so that
 // writers wait for no more than that.
 func (s *state[V]) evict(h int64) {
 	s.lockQuiet()
@@ -294,7 +299,7 @@ func (s *state[V]) evict(h int64) {
 		batch = batch[:0]
 	}
 	keys.Ascend(func(kl *keyLog[V]) bool {
-		if batch = append(batch, kl); len(batch) == 256 {
+		if batch = append(batch, kl); len(batch) == evictBatch {
 			flush()
 		}
 		return true

@@ -7,39 +7,44 @@ import (
 	"syscall"
 )
 
-// mappedFile is a file written at its end through a shared mapping of it
-// (see MapAppend). The wal.Writer that owns one serializes Write,
-// Truncate and Close; Sync may run beside a Write, and touches only f.
+// mappedFile is a file written at its end through a shared mapping of its
+// last few MiB (see MapAppend). The wal.Writer that owns one serializes
+// Write, Truncate and Close; Sync may run beside a Write, and touches only
+// f.
 //
-// Invariants: size is the length written, and the file's length is
-// len(m) (allocated, zeros past size) while mapped, or size while not
-// (m nil: before the first Write, after Truncate, and for good once
-// plain).
+// Invariants: size is the length written. While mapped (m not nil), m
+// maps the file from base, a multiple of the page size at or below size,
+// to its end, and the file's length, base+len(m), is a multiple of
+// RoomAlign, allocated, with zeros past size. While not (before the first
+// Write, after Truncate, and for good once plain), the file's length is
+// size.
 type mappedFile struct {
 	f     *os.File
-	m     []byte // the mapping of the file's first len(m) bytes
-	size  int64  // where the next Write lands
-	plain bool   // the file system refused fallocate or mmap: write(2) from here on
+	m     []byte // the mapping of the file from base to its end
+	base  int64
+	size  int64 // where the next Write lands
+	step  int64 // the room the next growth allocates past what it needs
+	plain bool  // the file system refused fallocate or mmap: write(2) from here on
 }
 
-// The steps the file is allocated ahead in: doubling from the first to the
-// largest, so that a small store's log stays small and a large one maps
-// again once every few MiB.
-const (
-	mapFirstStep = 64 << 10
-	mapMaxStep   = 4 << 20
-)
+// mapMaxStep is the most room a growth allocates past what it needs: the
+// room doubles from RoomAlign to it, so that a small store's log stays
+// small and a large one maps again once every few MiB, and the process
+// holds at most a few MiB of the log's pages mapped.
+const mapMaxStep = 4 << 20
 
 // mapOS is MapAppend of a file of the operating system's.
-func mapOS(f *os.File, size int64) File { return &mappedFile{f: f, size: size} }
+func mapOS(f *os.File, size int64) File {
+	return &mappedFile{f: f, size: size, step: RoomAlign}
+}
 
 func (m *mappedFile) Name() string { return m.f.Name() }
 
 func (m *mappedFile) Write(b []byte) (int, error) {
-	if m.plain {
+	if m.plain || len(b) == 0 {
 		return m.f.Write(b)
 	}
-	if int64(len(b)) > int64(len(m.m))-m.size {
+	if m.m == nil || int64(len(b)) > m.base+int64(len(m.m))-m.size {
 		if err := m.grow(int64(len(b))); err != nil {
 			return 0, err
 		}
@@ -62,16 +67,17 @@ func (m *mappedFile) copyIn(b []byte) (err error) {
 			err = fmt.Errorf("writing %s through its mapping: %v", m.f.Name(), r)
 		}
 	}()
-	copy(m.m[m.size:], b)
+	copy(m.m[m.size-m.base:], b)
 	return nil
 }
 
-// grow allocates and maps the file to hold need more bytes past size, and
-// a step more. If the file system refuses, the file goes plain.
+// grow allocates the file to hold need more bytes past size, and room
+// past them, and maps it from the page holding size. If the file system
+// refuses, the file goes plain.
 func (m *mappedFile) grow(need int64) error {
 	have := m.size // the file's length
 	if m.m != nil {
-		have = int64(len(m.m))
+		have = m.base + int64(len(m.m))
 		err := syscall.Munmap(m.m)
 		m.m = nil
 		if err != nil {
@@ -79,9 +85,10 @@ func (m *mappedFile) grow(need int64) error {
 			return fmt.Errorf("unmapping %s: %w", m.f.Name(), err)
 		}
 	}
-	step := min(max(have, mapFirstStep), mapMaxStep)
-	n := (m.size + need + step + mapFirstStep - 1) &^ (mapFirstStep - 1)
-	if int64(int(n)) != n { // beyond this platform's address space
+	base := m.size &^ int64(os.Getpagesize()-1)
+	n := (m.size + need + m.step + RoomAlign - 1) &^ (RoomAlign - 1)
+	m.step = min(2*m.step, mapMaxStep)
+	if int64(int(n-base)) != n-base { // beyond this platform's address space
 		return m.goPlain()
 	}
 	fd := int(m.f.Fd())
@@ -90,11 +97,11 @@ func (m *mappedFile) grow(need int64) error {
 			return m.goPlain()
 		}
 	}
-	b, err := syscall.Mmap(fd, 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	b, err := syscall.Mmap(fd, base, int(n-base), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return m.goPlain()
 	}
-	m.m = b
+	m.m, m.base = b, base
 	return nil
 }
 
@@ -114,6 +121,7 @@ func (m *mappedFile) unmap() error {
 	err := syscall.Munmap(m.m)
 	m.m = nil
 	if err != nil {
+		m.f.Truncate(m.size)
 		return fmt.Errorf("unmapping %s: %w", m.f.Name(), err)
 	}
 	return m.f.Truncate(m.size)

@@ -43,6 +43,7 @@ func TestMapAppend(t *testing.T) {
 					require.Len(t, got, len(model), "step %d: a closed file ends at its last write", step)
 				}
 				require.Zero(t, len(bytes.TrimLeft(got[len(model):], "\x00")), "step %d: only zeros after the last write", step)
+				require.True(t, len(got) == len(model) || len(got)%vfs.RoomAlign == 0, "step %d: room to a multiple of RoomAlign", step)
 			}
 			for step := range 400 {
 				switch r := rng.IntN(20); {

@@ -99,10 +99,10 @@ type inode struct {
 	data, synced []byte
 	cut          bool
 	low          int
-	// room is set once the file is written through MapAppend: a crash
+	// room is set when the file is written through MapAppend: a crash
 	// may then leave zeros after the bytes it keeps, the room a mapped
-	// file had allocated ahead.
-	room bool
+	// file had allocated ahead, until a truncation (roomCut) is synced.
+	room, roomCut bool
 }
 
 // truncateLocked cuts the file to size, noting a cut into synced bytes.
@@ -478,6 +478,7 @@ type memFile struct {
 	name   string
 	ino    *inode
 	closed bool
+	mapped bool // returned by MapAppend: writes leave room (inode.room)
 }
 
 func (f *memFile) Write(p []byte) (int, error) {
@@ -492,6 +493,9 @@ func (f *memFile) Write(p []byte) (int, error) {
 		return half, err
 	}
 	f.ino.data = append(f.ino.data, p...)
+	if f.mapped {
+		f.ino.room, f.ino.roomCut = true, false
+	}
 	return len(p), nil
 }
 
@@ -505,6 +509,9 @@ func (f *memFile) Sync() error {
 		return err
 	}
 	f.ino.synced, f.ino.cut = slices.Clone(f.ino.data), false
+	if f.ino.roomCut {
+		f.ino.room, f.ino.roomCut = false, false
+	}
 	return nil
 }
 
@@ -521,6 +528,7 @@ func (f *memFile) Truncate(size int64) error {
 		return &fs.PathError{Op: "truncate", Path: f.name, Err: fmt.Errorf("size %d outside 0..%d", size, len(f.ino.data))}
 	}
 	f.ino.truncateLocked(int(size))
+	f.ino.roomCut = f.ino.room
 	return nil
 }
 

@@ -16,9 +16,9 @@ import (
 // sync also survives with probability 1/2, and each file whose unsynced
 // bytes extend what was synced also keeps a random prefix of them, as an
 // operating system that wrote back part of its cache would; and each file
-// written through MapAppend gains, with probability 1/2, a run of zeros
-// after the bytes it keeps, the room a mapped file had allocated. Locks do
-// not survive.
+// written through MapAppend since its last synced truncation gains, with
+// probability 1/2, zeros after the bytes it keeps to a multiple of
+// RoomAlign, the room a mapped file had allocated. Locks do not survive.
 func (m *Mem) Crash(rng *rand.Rand) *Mem {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -70,9 +70,10 @@ func (m *Mem) crashLocked(rng *rand.Rand) *Mem {
 			data = slices.Clone(ino.data[:len(ino.synced)+rng.IntN(len(ino.data)-len(ino.synced)+1)])
 		}
 		if ino.room && rng != nil && rng.IntN(2) == 0 {
-			data = append(data, make([]byte, 1+rng.IntN(128<<10))...)
+			n := (len(data)+RoomAlign)&^(RoomAlign-1) + rng.IntN(2)*RoomAlign
+			data = append(data, make([]byte, n-len(data))...)
 		}
-		n := &inode{data: data, synced: slices.Clone(data), room: ino.room}
+		n := &inode{data: data, synced: slices.Clone(data)}
 		c.files[name], c.durable[name] = n, n
 	}
 	return c

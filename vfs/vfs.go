@@ -145,6 +145,11 @@ func (osFS) Lock(dir string) (io.Closer, error) {
 	return lockFile(filepath.Join(dir, "LOCK"))
 }
 
+// RoomAlign is what the length of a file written through MapAppend is a
+// multiple of while it has room allocated past its bytes: a reader of a
+// file of any other length knows it has none.
+const RoomAlign = 64 << 10
+
 // MapAppend returns f, a file of size bytes opened by OS to append to (Create
 // or OpenAppend), as a File whose Write copies into a shared mapping of
 // the file instead of calling write(2). The bytes land in the same pages of
@@ -154,27 +159,27 @@ func (osFS) Lock(dir string) (io.Closer, error) {
 // dirtied) makes them durable as before. What it saves is a system call
 // per write.
 //
-// The file is allocated ahead of the writes with fallocate, in steps, so
-// that a write through the mapping never faults for want of space. Until
-// Close cuts it back to what was written, the file is longer than that,
-// and zeros follow the last write: a crash leaves them, and a reader must
-// take a run of zeros at a file's end for its end (wal.Replay does). If
-// the file system refuses fallocate or mmap, the file goes on with
-// write(2). A fault while copying (an I/O error reading a page in) is an
-// error, not a crash.
+// The file is allocated ahead of the writes with fallocate, to a multiple
+// of RoomAlign, so that a write through the mapping never faults for want
+// of space; only the last few MiB are mapped. Until Truncate or Close cuts
+// it back to what was written, the file is longer than that, and zeros
+// follow the last write: a crash leaves them, and a reader must take a
+// run of zeros at the end of a file whose length is a multiple of
+// RoomAlign for its end (wal.Replay does). If the file system refuses
+// fallocate or mmap, the file goes on with write(2). A fault while
+// copying (an I/O error reading a page in) is an error, not a crash.
 //
 // A Mem file is returned as it is, marked so that a crash of its Mem
-// (Crash, CrashAfter) may leave zeros after its bytes, as a crash of a
-// mapped file does. On platforms other than Linux an OS file is too, and
-// goes on with write(2).
+// (Crash, CrashAfter) may leave such zeros after its bytes, as a crash of
+// a mapped file does, until a Truncate of it is synced. On platforms
+// other than Linux an OS file is returned as it is too, and goes on with
+// write(2).
 func MapAppend(f File, size int64) File {
 	switch f := f.(type) {
 	case *os.File:
 		return mapOS(f, size)
 	case *memFile:
-		f.m.mu.Lock()
-		f.ino.room = true
-		f.m.mu.Unlock()
+		f.mapped = true
 	}
 	return f
 }

@@ -80,10 +80,12 @@ func (c *Corruption) Unwrap() error { return ErrCorrupt }
 // torn tail of a crash in the middle of a write (see Replay); Zeros, when
 // only zeros follow them: the room a log written through a mapping had
 // allocated ahead when a crash stopped it (vfs.MapAppend), which held
-// nothing.
+// nothing. End is where the file's bytes end, that room left out: the
+// torn tail is the bytes from Size to End.
 type Tail struct {
 	Segment int64 // first revision of the last segment; -1 if there is none
 	Size    int64 // the length of the whole records in it, header included
+	End     int64
 	Torn    bool
 	Zeros   bool
 }
@@ -121,12 +123,14 @@ type Tail struct {
 // records after the hole were never synced, but Replay cannot know it.
 //
 // A log written through a mapping (vfs.MapAppend) has room allocated past
-// its last record, zeros that Close cuts off and a crash leaves. So the
-// end of a file, above, is its last byte that is not zero, and zeros alone
-// after the last whole record of any segment are no record at all: Replay
-// stops there and says so in Tail.Zeros (OpenWriter cuts them), and a
-// crash is not reported as a torn write unless part of a record was
-// written.
+// its last record, zeros to a length that is a multiple of vfs.RoomAlign,
+// which Close cuts off and a crash leaves in the last segment (a rotation
+// cuts a segment's room before the sync that closes it). So in the last
+// segment, when its length is such a multiple, the end of the file, above,
+// is its last byte that is not zero; zeros alone after the last whole
+// record are no record at all: Replay stops there and says so in
+// Tail.Zeros (OpenWriter cuts them), and zeros where the header should be,
+// after part of it or none, are an empty segment.
 func Replay(fs vfs.FS, dir string, from int64, fn func(kind Kind, payload []byte) error) (Tail, error) {
 	segs, err := Segments(fs, dir)
 	tail := Tail{Segment: -1}
@@ -162,7 +166,7 @@ func holds(segs []int64, i int, from int64) bool {
 
 // LogBytes returns the size of the segments Replay would read from from
 // on: a measure of how much the log holds beyond a snapshot, known before
-// reading it.
+// reading it (after a crash, with the room of a mapped last segment).
 func LogBytes(fs vfs.FS, dir string, from int64) (int64, error) {
 	segs, err := Segments(fs, dir)
 	if err != nil {
@@ -190,7 +194,7 @@ func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte
 	}
 	if h := fr.available(); len(h) < headerSize && last {
 		// A crash while the segment was being created: nothing was in it.
-		return Tail{Torn: len(h) > 0}, nil
+		return Tail{End: int64(len(h)), Torn: len(h) > 0}, nil
 	}
 	if err := checkHeader(fr.available(), magicLog); err != nil {
 		if last {
@@ -206,8 +210,8 @@ func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte
 			for k < len(h) && k < len(rest) && rest[k] == h[k] {
 				k++
 			}
-			if allZero(rest[k:]) {
-				return Tail{Torn: k > 0, Zeros: k == 0}, nil
+			if hasRoom(int64(len(rest))) && len(bytes.TrimRight(rest[k:], "\x00")) == 0 {
+				return Tail{End: int64(k), Torn: k > 0, Zeros: k == 0}, nil
 			}
 		}
 		return Tail{}, headerCorruption(name, err)
@@ -220,30 +224,31 @@ func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte
 			return readErr(err)
 		}
 		if st == frameShort && len(fr.available()) == 0 {
-			return Tail{Size: off}, nil // the end of the file
+			return Tail{Size: off, End: off}, nil // the end of the file
 		}
 		if st != frameOK {
 			why := map[frameStatus]string{frameShort: "the record runs past the end of the file", frameBadCRC: "checksum mismatch", frameBadLength: "impossible record length"}[st]
+			if !last {
+				return Tail{}, &Corruption{File: name, Offset: off, Why: why, Frame: true}
+			}
 			rest, err := fr.rest()
 			if err != nil {
 				return readErr(err)
 			}
-			if allZero(rest) {
-				// Room allocated ahead (vfs.MapAppend), in any segment:
-				// a rotation syncs a segment before it closes it and
-				// cuts its room, and a crash may undo the cut.
-				return Tail{Size: off, Zeros: true}, nil
+			end := len(rest)
+			if hasRoom(off + int64(len(rest))) {
+				end = len(bytes.TrimRight(rest, "\x00"))
 			}
-			if !last {
-				return Tail{}, &Corruption{File: name, Offset: off, Why: why, Frame: true}
+			if end == 0 {
+				return Tail{Size: off, End: off, Zeros: true}, nil
 			}
 			// A torn write, or damage? Damage leaves whole records after
 			// it, to the end of the file.
-			if at := findTail(rest, 1); at >= 0 {
+			if at := findTail(rest, 1, end); at >= 0 {
 				why += fmt.Sprintf(", and whole records follow from offset %d to the end of the file: not a torn write", off+int64(at))
 				return Tail{}, &Corruption{File: name, Offset: off, Why: why, Frame: true}
 			}
-			return Tail{Size: off, Torn: true}, nil
+			return Tail{Size: off, End: off + int64(end), Torn: true}, nil
 		}
 		if err := fn(kind, payload); err != nil {
 			var c *Corruption
@@ -256,8 +261,9 @@ func replaySegment(name string, fr *frameReader, last bool, fn func(Kind, []byte
 	}
 }
 
-// allZero reports whether every byte of b is zero.
-func allZero(b []byte) bool { return len(bytes.TrimLeft(b, "\x00")) == 0 }
+// hasRoom reports whether a file of length n may have room past its
+// records (see Replay).
+func hasRoom(n int64) bool { return n > 0 && n%vfs.RoomAlign == 0 }
 
 // Writer appends records to the last segment of a log and starts new ones.
 // Its methods may be called from many goroutines: records reach the file
@@ -545,6 +551,12 @@ func (w *Writer) rotateLocked(rev int64) error {
 	defer w.syncMu.Unlock()
 	if err := w.Err(); err != nil {
 		return err
+	}
+	// Cut the room a mapped segment has past its records before the sync,
+	// so that the sync makes the segment's length durable with them: only
+	// the last segment may end in room after a crash (see Replay).
+	if err := w.f.Truncate(w.size); err != nil {
+		return w.fail(err)
 	}
 	if err := w.f.Sync(); err != nil {
 		return w.fail(err)

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 )
@@ -22,13 +21,14 @@ import (
 // the rest of the value, cut wherever the crash cut it, not by whole
 // records that end exactly where the file ends.
 //
-// The end of the file is where its last byte that is not zero lies: a log
-// written through a mapping (vfs.MapAppend) is allocated ahead of its
-// writes, and a crash leaves zeros after the last one. So a run that ends
-// where only zeros follow ends at the end. A torn record whose value holds
-// a whole record followed by zeros, cut among those zeros, looks like
-// damage then; without the rule every crash would make damage in the last
-// segment look torn.
+// In a file with room (a log written through a mapping, vfs.MapAppend,
+// allocated ahead of its writes: a crash leaves zeros after the last one,
+// to a length that is a multiple of vfs.RoomAlign), the end of the file is
+// its last byte that is not zero. So there a torn record whose value
+// holds a whole record, cut right after it, or among zeros the value held
+// after it, looks like damage, where without room it looks torn; without
+// the rule every crash of a mapped log would make damage in the last
+// segment look like a torn write, and cut synced records with no error.
 
 // findRecord returns the offset of the first whole record of a log in b at
 // or after from: a frame of a log's kind whose length fits in b and whose
@@ -53,15 +53,17 @@ func findRecord(b []byte, from int) int {
 }
 
 // findTail returns the offset of the first whole record at or after from
-// that starts a run of whole records ending at the end of b, or where only
-// zeros follow; -1 if there is none. Each offset is walked at most once: a run that breaks
-// marks every record in it as leading nowhere, so the cost stays linear
-// even in bytes crafted as records within records.
-func findTail(b []byte, from int) int {
+// that starts a run of whole records ending at end, the end of the file:
+// len(b), or in a file with room its last byte that is not zero (only
+// zeros follow end, and the run's last record may end among them if its
+// own bytes end in zeros); -1 if there is none. Each offset is walked at
+// most once: a run that breaks marks every record in it as leading
+// nowhere, so the cost stays linear even in bytes crafted as records
+// within records.
+func findTail(b []byte, from, end int) int {
 	s := scanner{b: b}
 	dead := make([]bool, len(b)) // records whose run breaks before the end
 	var run []int
-	end := len(bytes.TrimRight(b, "\x00")) // no record starts in the zeros
 	for o := max(from, 0); o < end && o+frameSize <= len(b); o++ {
 		if dead[o] {
 			continue

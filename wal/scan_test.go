@@ -80,17 +80,17 @@ func TestFindTail(t *testing.T) {
 	torn := frameOf(AppendBatch(nil, Batch{{Key: "k", Op: 1, Rev: 9, Sec: 1, Value: inner}}))
 	var ambiguous []int
 	for cut := 1; cut < len(torn); cut++ {
-		if findTail(torn[:len(torn)-cut], 1) >= 0 {
+		if findTail(torn[:len(torn)-cut], 1, len(torn)-cut) >= 0 {
 			ambiguous = append(ambiguous, cut)
 		}
 	}
 	// Only a cut exactly at the end of the record inside the value reads
 	// as a whole record running to the end of the file.
 	require.Equal(t, []int{100}, ambiguous, "a torn record holding a record, cut short")
-	require.Equal(t, 0, findTail(two, 0), "two whole records to the end")
-	require.Equal(t, len(rec), findTail(two, 1), "the second one alone")
-	require.Equal(t, -1, findTail(two[:len(two)-1], 0), "the run ends torn: a torn write")
-	require.Equal(t, 3, findTail(append([]byte{9, 9, 9}, two...), 0))
+	require.Equal(t, 0, findTail(two, 0, len(two)), "two whole records to the end")
+	require.Equal(t, len(rec), findTail(two, 1, len(two)), "the second one alone")
+	require.Equal(t, -1, findTail(two[:len(two)-1], 0, len(two)-1), "the run ends torn: a torn write")
+	require.Equal(t, 3, findTail(append([]byte{9, 9, 9}, two...), 0, 3+len(two)))
 
 	// Records nested in the values of records, 5,000 deep, each run broken
 	// by the one byte after it: linear, not quadratic.
@@ -98,5 +98,5 @@ func TestFindTail(t *testing.T) {
 	for range 5000 {
 		nested = append(frameOf(AppendBatch(nil, Batch{{Key: "k", Op: 1, Rev: 1, Value: nested}})), 'x')
 	}
-	require.Equal(t, -1, findTail(nested, 1))
+	require.Equal(t, -1, findTail(nested, 1, len(nested)))
 }
