@@ -33,6 +33,13 @@ type mappedFile struct {
 // holds at most a few MiB of the log's pages mapped.
 const mapMaxStep = 4 << 20
 
+// The system calls a growth makes, as variables so that a test can make
+// the file system refuse them.
+var (
+	fallocate = syscall.Fallocate
+	mmap      = syscall.Mmap
+)
+
 // mapOS is MapAppend of a file of the operating system's.
 func mapOS(f *os.File, size int64) File {
 	return &mappedFile{f: f, size: size, step: RoomAlign}
@@ -93,11 +100,11 @@ func (m *mappedFile) grow(need int64) error {
 	}
 	fd := int(m.f.Fd())
 	if n > have {
-		if err := syscall.Fallocate(fd, 0, have, n-have); err != nil {
+		if err := fallocate(fd, 0, have, n-have); err != nil {
 			return m.goPlain()
 		}
 	}
-	b, err := syscall.Mmap(fd, base, int(n-base), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	b, err := mmap(fd, base, int(n-base), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return m.goPlain()
 	}
