@@ -12,9 +12,9 @@ import (
 // start to end, it runs each request in turn under the write lock
 // (commits assign revisions, durability.record buffers their records,
 // committed collects them in unpublished), then lets go of the write lock
-// while it writes the buffer with one write (vfs.MapAppend) and syncs once under
-// SyncAlways, and takes it again to publish the group, with
-// publishLocked, in one step. So no reader ever waits for the disk: a
+// while it writes the buffer with one write (a copy into the mapped log,
+// vfs.MapAppend) and syncs once under SyncAlways, and takes it again to
+// publish the group, with publishLocked, in one step. So no reader ever waits for the disk: a
 // view opened meanwhile is at the head before the group, whose entries
 // sit in the keys' logs above it, unseen. What must not run beside a
 // drain (a compaction, a trim, a seal, a checkpoint) takes the drain lock
@@ -190,9 +190,10 @@ func (d *disk[V]) finish(s *state[V], r *request[V]) {
 }
 
 // flush writes the drain's records (the cuts its commits deferred
-// included) with one write (vfs.MapAppend), and syncs them under SyncAlways. It runs
-// with the write lock let go: the writer has locks of its own, and only
-// the drain buffers records while it holds the drain lock.
+// included) with one write (vfs.MapAppend), and syncs them under
+// SyncAlways. It runs with the write lock let go: the writer has locks of
+// its own, and only the drain buffers records while it holds the drain
+// lock.
 func (d *disk[V]) flush() error {
 	if d.w.Buffered() == 0 {
 		return nil

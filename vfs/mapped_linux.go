@@ -48,7 +48,10 @@ func mapOS(f *os.File, size int64) File {
 func (m *mappedFile) Name() string { return m.f.Name() }
 
 func (m *mappedFile) Write(b []byte) (int, error) {
-	if m.plain || len(b) == 0 {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if m.plain {
 		return m.f.Write(b)
 	}
 	if m.m == nil || int64(len(b)) > m.base+int64(len(m.m))-m.size {
@@ -85,12 +88,9 @@ func (m *mappedFile) grow(need int64) error {
 	have := m.size // the file's length
 	if m.m != nil {
 		have = m.base + int64(len(m.m))
-		err := syscall.Munmap(m.m)
-		m.m = nil
-		if err != nil {
-			m.f.Truncate(m.size)
-			return fmt.Errorf("unmapping %s: %w", m.f.Name(), err)
-		}
+	}
+	if err := m.munmap(); err != nil {
+		return err
 	}
 	base := m.size &^ int64(os.Getpagesize()-1)
 	n := (m.size + need + m.step + RoomAlign - 1) &^ (RoomAlign - 1)
@@ -119,9 +119,9 @@ func (m *mappedFile) goPlain() error {
 	return m.f.Truncate(m.size)
 }
 
-// unmap lets go of the mapping, if any, and cuts the file back to what was
-// written.
-func (m *mappedFile) unmap() error {
+// munmap lets go of the mapping, if any; the file keeps its room, unless
+// munmap fails, when it is cut back to what was written.
+func (m *mappedFile) munmap() error {
 	if m.m == nil {
 		return nil
 	}
@@ -131,13 +131,25 @@ func (m *mappedFile) unmap() error {
 		m.f.Truncate(m.size)
 		return fmt.Errorf("unmapping %s: %w", m.f.Name(), err)
 	}
+	return nil
+}
+
+// unmap lets go of the mapping, if any, and cuts the file back to what was
+// written.
+func (m *mappedFile) unmap() error {
+	if m.m == nil {
+		return nil
+	}
+	if err := m.munmap(); err != nil {
+		return err
+	}
 	return m.f.Truncate(m.size)
 }
 
 func (m *mappedFile) Sync() error { return m.f.Sync() }
 
 func (m *mappedFile) Truncate(size int64) error {
-	if err := m.unmap(); err != nil {
+	if err := m.munmap(); err != nil {
 		return err
 	}
 	m.size = size

@@ -12,16 +12,17 @@ import (
 	"github.com/revkv/revkv/vfs"
 )
 
-// roomLog writes a log of several segments whose last holds two records,
-// and returns its directory and payloads.
-func roomLog(t *testing.T) (string, [][]byte) {
+// lastHolds writes a log of n records over several segments (writeLog),
+// then last more into its last segment, and returns its directory and
+// payloads.
+func lastHolds(t *testing.T, n, last int) (string, [][]byte) {
 	base := t.TempDir()
-	want := writeLog(t, base, 10)
+	want := writeLog(t, base, n)
 	_, tail, err := replayAll(base)
 	require.NoError(t, err)
-	w, err := OpenWriter(vfs.OS, base, tail, 11) // two more in the last segment
+	w, err := OpenWriter(vfs.OS, base, tail, int64(n)+1)
 	require.NoError(t, err)
-	for rev := int64(11); rev <= 12; rev++ {
+	for rev := int64(n) + 1; rev <= int64(n+last); rev++ {
 		p := AppendBatch(nil, testBatch(rev, 1))
 		require.NoError(t, w.Append(KindBatch, p, rev+1))
 		want = append(want, p)
@@ -57,7 +58,7 @@ func withRoom(t *testing.T, path string, keep, extra int) {
 // segment before the last, are what they were before logs had room: a
 // torn tail, or damage.
 func TestRoomAfterRecords(t *testing.T) {
-	base, want := roomLog(t)
+	base, want := lastHolds(t, 10, 2)
 	segs, _ := Segments(vfs.OS, base)
 	last := func(dir string) string { return filepath.Join(dir, SegmentName(segs[len(segs)-1])) }
 	for _, extra := range []int{0, vfs.RoomAlign, 3 * vfs.RoomAlign} {

@@ -412,18 +412,7 @@ func FuzzReplay(f *testing.F) {
 // is a torn tail, and Replay gives every record before it. With -short,
 // one bit in three.
 func TestDamagedLengthIsCorrupt(t *testing.T) {
-	base := t.TempDir()
-	want := writeLog(t, base, 12)
-	_, tail, err := replayAll(base)
-	require.NoError(t, err)
-	w, err := OpenWriter(vfs.OS, base, tail, 13) // four more in the last segment
-	require.NoError(t, err)
-	for rev := int64(13); rev <= 16; rev++ {
-		p := AppendBatch(nil, testBatch(rev, 1))
-		require.NoError(t, w.Append(KindBatch, p, rev+1))
-		want = append(want, p)
-	}
-	require.NoError(t, w.Close())
+	base, want := lastHolds(t, 12, 4)
 	segs, _ := Segments(vfs.OS, base)
 	require.Greater(t, len(segs), 2)
 	for _, room := range []bool{false, true} {
