@@ -228,7 +228,9 @@ func (s *state[V]) writeSnapshot(p *pinned[V]) error {
 		return err
 	}
 	var kr keyRecorder[V]
+	var pc pace
 	p.keys.Ascend(func(kl *keyLog[V]) bool {
+		pc.step()
 		var rec []byte
 		if rec, err = kr.record(d.codec, &s.zones, kl, h); err == nil && rec != nil {
 			err = w.Add(wal.KindKey, rec)

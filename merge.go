@@ -259,7 +259,9 @@ func (s *state[V]) mergeEntries(t *sealed[V], i, j int, below int64, metas []*se
 		}
 	}
 	key, from, started := "", int64(0), false
+	var pc pace
 	for {
+		pc.step()
 		// The segments hold disjoint revision ranges, oldest first: of
 		// two heads with one key, the earlier segment's is the older.
 		k := -1

@@ -71,12 +71,14 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 	var zt zoneTable
 	var entries []revlog.Entry[V]
 	var val []byte
+	var pc pace
 	err := writeSegment(d.fs, d.dir, &ref, prev, func(w *segment.Writer) (meta []byte, err error) {
 		keys.Ascend(func(kl *keyLog[V]) bool {
 			kl.mu.RLock()
 			entries = kl.log.AppendRange(entries[:0], lo, hi, int(hi-lo+1))
 			kl.mu.RUnlock()
 			for i := range entries {
+				pc.step()
 				x := segmentEntry(kl.key, &entries[i], &s.zones, &zt)
 				if x.Op == segment.Put {
 					if val, err = d.codec.Encode(val[:0], entries[i].Value); err != nil {
