@@ -1,6 +1,9 @@
 package revkv
 
-import "runtime"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
 // pace lets a writer in between the steps of a store's background work:
 // a seal's entries, a merge's, a snapshot's keys.
@@ -27,10 +30,14 @@ const paceEvery = 16
 
 func (p *pace) step() {
 	if p.n++; p.n%paceEvery == 0 {
-		yield()
+		if h := yieldHook.Load(); h != nil {
+			(*h)()
+		}
+		runtime.Gosched()
 	}
 }
 
-// yield gives up the processor: a variable so that a test can see who
-// calls it.
-var yield = runtime.Gosched
+// yieldHook, if set, is called at each yield: a test's way to see who
+// yields. Atomic, since a store left open by another test may yield
+// while it is set.
+var yieldHook atomic.Pointer[func()]
