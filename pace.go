@@ -11,10 +11,12 @@ import (
 // That work runs beside the writers, and on a small machine it and the
 // garbage collector keep every processor busy. A writer that a background
 // goroutine wakes, by letting go of a lock the writer waited on, is queued
-// on that goroutine's processor and runs only once the goroutine blocks or
-// yields; a loop that does neither holds the writer up for as long as it
-// runs. Such a loop calls step once per item, and yields every paceEvery
-// items, so that a writer waits for at most one stretch of them rather
+// on that goroutine's processor; while every processor is busy, it runs
+// only once the goroutine blocks, yields or is preempted (after
+// milliseconds), so a loop that does none of these holds the writer up
+// for as long as it runs. Such a loop calls step once per item (an entry,
+// and in a seal also each key it visits), and yields every paceEvery
+// items, so that such a writer waits for about one stretch of them rather
 // than for the rest of the loop. The zero pace is ready to use.
 //
 // A seal's eviction (evict) does not pace itself: it takes the write lock

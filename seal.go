@@ -74,6 +74,7 @@ func (s *state[V]) sealRange(lo, hi int64) (segment.Ref, error) {
 	var pc pace
 	err := writeSegment(d.fs, d.dir, &ref, prev, func(w *segment.Writer) (meta []byte, err error) {
 		keys.Ascend(func(kl *keyLog[V]) bool {
+			pc.step() // a key with nothing in the range costs a lock and a search
 			kl.mu.RLock()
 			entries = kl.log.AppendRange(entries[:0], lo, hi, int(hi-lo+1))
 			kl.mu.RUnlock()

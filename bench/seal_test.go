@@ -36,6 +36,7 @@ func BenchmarkCheckpointWhileSyncing(b *testing.B) {
 	var stop atomic.Bool
 	var puts atomic.Int64
 	var wg sync.WaitGroup
+	defer func() { stop.Store(true); wg.Wait() }() // before Close, if a Checkpoint fails
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; !stop.Load(); i += 8 {
@@ -52,8 +53,6 @@ func BenchmarkCheckpointWhileSyncing(b *testing.B) {
 		must(b, s.Checkpoint())
 	}
 	took, n := time.Since(start), puts.Load()-before
-	stop.Store(true)
-	wg.Wait()
 	b.ReportMetric(float64(n)/took.Seconds(), "puts/s")
 	b.ReportMetric(float64(n)/float64(b.N), "puts/checkpoint")
 }
