@@ -14,11 +14,11 @@ import (
 // committed collects them in unpublished), then lets go of the write lock
 // while it writes the buffer with one write (a copy into the mapped log,
 // vfs.MapAppend) and syncs once under SyncAlways, and takes it again to
-// publish the group, with publishLocked, in one step. So no reader ever waits for the disk: a
-// view opened meanwhile is at the head before the group, whose entries
-// sit in the keys' logs above it, unseen. What must not run beside a
-// drain (a compaction, a trim, a seal, a checkpoint) takes the drain lock
-// first (lockQuiet). The leader's own request is always the first of its
+// publish the group, with publishLocked, in one step. So no reader ever
+// waits for the disk: a view opened meanwhile is at the head before the
+// group, whose entries sit in the keys' logs above it, unseen. What must
+// not run beside a drain (a compaction, a trim, a seal, a checkpoint)
+// takes the drain lock first (lockQuiet). The leader's own request is always the first of its
 // group: a leader is the first writer to find the queue empty, or the one
 // at its head when the lead is handed on.
 
