@@ -57,7 +57,10 @@ func FuzzServer(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	var logs syncBuffer
-	s := newServer(revkv.New[[]byte](), config{maxValue: 1 << 16}, slog.New(slog.NewTextHandler(&logs, nil)))
+	fresh := func() *server {
+		return newServer(revkv.New[[]byte](), config{maxValue: 1 << 16}, slog.New(slog.NewTextHandler(&logs, nil)))
+	}
+	s := fresh()
 	f.Cleanup(func() { s.store.Close() })
 	n := 0
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -88,8 +91,24 @@ func FuzzServer(f *testing.F) {
 				t.Fatalf("%s was %q, is %q (found %v) with no revision on the record; input %q", key, value, v, ok, in)
 			}
 		}
+		// The server's state is carried from input to input, and the
+		// store keeps every revision: inputs that grow a list and then
+		// LINSERT into it (each an O(n) rewrite, as in Redis) made a
+		// worker's history grow without end, to tens of millions of
+		// revisions and gigabytes, until the worker stalled or was
+		// killed. Past a budget, the next input starts on a fresh server.
+		if s.store.Rev() > fuzzRevBudget {
+			s.store.Close()
+			s = fresh()
+		}
 	})
 }
+
+// fuzzRevBudget is how many revisions FuzzServer's server may keep before
+// it is replaced by a fresh one: large enough that state is carried across
+// thousands of inputs, small enough to keep a worker's heap within a few
+// hundred megabytes.
+const fuzzRevBudget = 1 << 20
 
 // session writes in on a new connection and closes it; the server must
 // let the connection go.
