@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"io"
 	"os"
 	"strings"
@@ -15,9 +16,12 @@ import (
 func TestInMemoryRunEndsWithTheDigest(t *testing.T) {
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
-	stdout, args := os.Stdout, os.Args
+	stdout, args, flags := os.Stdout, os.Args, flag.CommandLine
+	// main defines its flags on the command line's set: a fresh set lets
+	// the test run again (-count=2) without "flag redefined".
 	os.Stdout, os.Args = w, []string{"audit"}
-	defer func() { os.Stdout, os.Args = stdout, args }()
+	flag.CommandLine = flag.NewFlagSet("audit", flag.ExitOnError)
+	defer func() { os.Stdout, os.Args, flag.CommandLine = stdout, args, flags }()
 	done := make(chan string)
 	go func() {
 		b, _ := io.ReadAll(r)
