@@ -20,12 +20,12 @@ func BenchmarkKeyLayout(b *testing.B) {
 	dropFixtures() // their gigabytes would only slow the collections
 	r := rand.New(rand.NewPCG(1, 2))
 	seen := make(map[string]bool)
-	var keys []string
+	var distinct []string
 	for range 1000000 {
 		k := fmt.Sprintf("key:%012d", r.IntN(1000000))
 		if !seen[k] {
 			seen[k] = true
-			keys = append(keys, k)
+			distinct = append(distinct, k)
 		}
 	}
 	seen = nil
@@ -44,7 +44,7 @@ func BenchmarkKeyLayout(b *testing.B) {
 		zone     uint16
 		op, ttl  uint8
 	}
-	logs := make([]*int, len(keys))
+	logs := make([]*int, len(distinct))
 	for i := range logs {
 		logs[i] = new(int)
 		*logs[i] = i
@@ -56,14 +56,14 @@ func BenchmarkKeyLayout(b *testing.B) {
 	}{
 		{"map-slot=today", func() any {
 			m := make(map[string]slot)
-			for _, k := range keys {
+			for _, k := range distinct {
 				m[k] = slot{}
 			}
 			return m
 		}},
 		{"map-slot=one-entry", func() any {
 			m := make(map[string]leanSlot)
-			for _, k := range keys {
+			for _, k := range distinct {
 				m[k] = leanSlot{}
 			}
 			return m
@@ -77,7 +77,7 @@ func BenchmarkKeyLayout(b *testing.B) {
 		}},
 		{"tree=keys", func() any {
 			t := btree.NewOrderedG[string](32)
-			for _, k := range keys {
+			for _, k := range distinct {
 				t.ReplaceOrInsert(k)
 			}
 			return t
@@ -89,13 +89,13 @@ func BenchmarkKeyLayout(b *testing.B) {
 			for b.Loop() {
 				before := liveHeap()
 				held := p.fill()
-				perKey = float64(liveHeap()-before) / float64(len(keys))
+				perKey = float64(liveHeap()-before) / float64(len(distinct))
 				runtime.KeepAlive(held)
 			}
 			b.ReportMetric(perKey, "B/key")
 		})
 	}
-	runtime.KeepAlive(keys)
+	runtime.KeepAlive(distinct)
 	runtime.KeepAlive(logs)
 }
 

@@ -17,9 +17,9 @@ func TestInMemoryRunEndsWithTheDigest(t *testing.T) {
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	stdout, args, flags := os.Stdout, os.Args, flag.CommandLine
+	os.Stdout, os.Args = w, []string{"audit"}
 	// main defines its flags on the command line's set: a fresh set lets
 	// the test run again (-count=2) without "flag redefined".
-	os.Stdout, os.Args = w, []string{"audit"}
 	flag.CommandLine = flag.NewFlagSet("audit", flag.ExitOnError)
 	defer func() { os.Stdout, os.Args, flag.CommandLine = stdout, args, flags }()
 	done := make(chan string)
