@@ -18,9 +18,9 @@ import (
 // waits for the disk: a view opened meanwhile is at the head before the
 // group, whose entries sit in the keys' logs above it, unseen. What must
 // not run beside a drain (a compaction, a trim, a seal, a checkpoint)
-// takes the drain lock first (lockQuiet). The leader's own request is always the first of its
-// group: a leader is the first writer to find the queue empty, or the one
-// at its head when the lead is handed on.
+// takes the drain lock first (lockQuiet). The leader's own request is
+// always the first of its group: a leader is the first writer to find the
+// queue empty, or the one at its head when the lead is handed on.
 
 // request is one write call in the queue: a single write (key, x, op),
 // which the leader runs, or a turn (turn != nil: Update, a purge batch),

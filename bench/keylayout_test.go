@@ -87,9 +87,9 @@ func BenchmarkKeyLayout(b *testing.B) {
 		b.Run(p.name, func(b *testing.B) {
 			var perKey float64
 			for b.Loop() {
-				before := liveHeap()
+				before := heapBytes()
 				held := p.fill()
-				perKey = float64(liveHeap()-before) / float64(len(distinct))
+				perKey = float64(heapBytes()-before) / float64(len(distinct))
 				runtime.KeepAlive(held)
 			}
 			b.ReportMetric(perKey, "B/key")
@@ -97,13 +97,4 @@ func BenchmarkKeyLayout(b *testing.B) {
 	}
 	runtime.KeepAlive(distinct)
 	runtime.KeepAlive(logs)
-}
-
-// liveHeap collects twice and returns the live heap.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
